@@ -1,0 +1,33 @@
+"""The `judge` console script: one typer sub-app per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from judge.cli import schema as schema_cmd
+
+app = typer.Typer(
+    name="judge",
+    help="Grade AI-agent trajectories with calibrated, model-blind LLM judges.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Grade AI-agent trajectories with calibrated, model-blind LLM judges."""
+
+
+app.command("schema")(schema_cmd.schema)
+
+# Sub-apps and commands register below, one line each (keep this list sorted by group).
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

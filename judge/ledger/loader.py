@@ -1,0 +1,79 @@
+"""Load a scenario YAML file; errors name the file, the line and the field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from judge.errors import InputError
+from judge.ledger.reducer import Ledger
+from judge.ledger.scenario import Scenario
+from judge.trace.loader import first_error, format_loc
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    scenario: Scenario
+    ledger: Ledger
+    file: str
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """The 1-based line of the YAML node at `loc` (the deepest node found)."""
+    line = None
+    for part in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        nxt: yaml.Node | None = None
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == part:
+                    nxt = v
+                    line = k.start_mark.line + 1
+                    break
+        elif (isinstance(node, yaml.SequenceNode) and isinstance(part, int)
+              and 0 <= part < len(node.value)):
+            nxt = node.value[part]
+        node = nxt
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    file = str(path)
+    p = Path(path)
+    if p.is_dir():
+        p = p / "scenario.yaml"
+        file = str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read scenario ({exc.strerror})", file=file) from None
+    try:
+        node = yaml.compose(text)
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"malformed YAML ({problem})", file=file, line=line) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping at the top of the scenario", file=file)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = first_error(exc)
+        loc = tuple(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not in the scenario format; check its spelling)"
+        raise InputError(msg, file=file, line=_line_of(node, loc),
+                         path=format_loc(loc)) from None
+    ledger = Ledger.reduce(scenario.ledger, file=file)
+    return LoadedScenario(scenario, ledger, file)

@@ -1,0 +1,238 @@
+"""Reduce a scenario's reviewed deltas to the ledger at each turn, enforcing the
+transition rules of formats §2. A fixture that breaks a rule is rejected naming the delta."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from judge.errors import LedgerError
+from judge.ledger.scenario import Delta, EntryClass, Op, Persistence, Sensitivity, Source
+
+AUTHORITY_CLASSES = frozenset({EntryClass.GOAL, EntryClass.CONSTRAINT, EntryClass.PERMISSION})
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """The current state of one ledger key."""
+
+    key: str
+    value: Any
+    class_: EntryClass
+    persistence: Persistence
+    sensitivity: Sensitivity
+    source: Source
+    since_turn: int
+    status: str = "active"  # active | completed | revoked | failed | expired
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key, "value": self.value, "class": self.class_.value,
+            "persistence": self.persistence.value, "sensitivity": self.sensitivity.value,
+            "source": self.source.value, "since_turn": self.since_turn, "status": self.status,
+            "aliases": list(self.aliases),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Superseded:
+    """A value that was replaced; it stays visible so stale uses can be caught."""
+
+    key: str
+    value: Any
+    set_turn: int
+    superseded_turn: int
+    class_: EntryClass
+    sensitivity: Sensitivity
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "set_turn": self.set_turn,
+                "superseded_turn": self.superseded_turn, "class": self.class_.value,
+                "sensitivity": self.sensitivity.value}
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """The reviewed ledger as it holds at one turn."""
+
+    turn: int
+    entries: dict[str, Entry]  # every key ever seen, in its latest state
+    superseded: tuple[Superseded, ...]
+    deltas: tuple[Delta, ...] = ()  # the deltas applied at exactly this turn
+
+    @property
+    def active(self) -> dict[str, Entry]:
+        return {k: e for k, e in self.entries.items() if e.status == "active"}
+
+    @property
+    def completed(self) -> dict[str, Entry]:
+        return {k: e for k, e in self.entries.items() if e.status == "completed"}
+
+    def value(self, key: str, default: Any = None) -> Any:
+        e = self.entries.get(key)
+        return e.value if e is not None and e.status in ("active", "completed") else default
+
+    def is_active(self, key: str) -> bool:
+        e = self.entries.get(key)
+        return e is not None and e.status == "active"
+
+    def superseded_values(self, key: str | None = None) -> list[Superseded]:
+        return [s for s in self.superseded if key is None or s.key == key]
+
+    def keys(self) -> set[str]:
+        return set(self.entries)
+
+    def to_dict(self) -> dict[str, Any]:
+        by_status: dict[str, list[dict[str, Any]]] = {
+            "active": [], "completed": [], "revoked": [], "failed": [], "expired": []}
+        for e in self.entries.values():
+            by_status[e.status].append(e.to_dict())
+        return {"turn": self.turn, **by_status,
+                "superseded": [s.to_dict() for s in self.superseded]}
+
+
+@dataclass
+class Ledger:
+    """All snapshots of a scenario's ledger; build with `Ledger.reduce`."""
+
+    deltas: list[Delta]
+    _turns: list[int] = field(default_factory=list)
+    _snapshots: list[LedgerSnapshot] = field(default_factory=list)
+
+    @classmethod
+    def reduce(cls, deltas: list[Delta], file: str | None = None) -> Ledger:
+        ledger = cls(list(deltas))
+        entries: dict[str, Entry] = {}
+        superseded: list[Superseded] = []
+        last_turn = -1
+        by_turn: dict[int, list[Delta]] = {}
+        for i, d in enumerate(deltas):
+            where = f"ledger[{i}]"
+            if d.turn < last_turn:
+                raise LedgerError(
+                    f"delta at turn {d.turn} comes after a delta at turn {last_turn}; "
+                    "deltas must be in turn order", file=file, path=where, field="turn")
+            if d.turn > last_turn and last_turn >= 0:
+                ledger._record(last_turn, entries, superseded, by_turn.get(last_turn, []))
+                _expire(entries, d.turn)
+            last_turn = d.turn
+            _apply(d, entries, superseded, file, where)
+            by_turn.setdefault(d.turn, []).append(d)
+        if last_turn >= 0:
+            ledger._record(last_turn, entries, superseded, by_turn.get(last_turn, []))
+        return ledger
+
+    def _record(self, turn: int, entries: dict[str, Entry], superseded: list[Superseded],
+                deltas: list[Delta]) -> None:
+        self._turns.append(turn)
+        self._snapshots.append(
+            LedgerSnapshot(turn, dict(entries), tuple(superseded), tuple(deltas)))
+
+    def at(self, turn: int) -> LedgerSnapshot:
+        """The ledger as it holds at `turn` (after that turn's deltas)."""
+        i = bisect_right(self._turns, turn) - 1
+        if i < 0:
+            return LedgerSnapshot(turn, {}, ())
+        snap = self._snapshots[i]
+        entries = dict(snap.entries)
+        _expire(entries, turn)
+        deltas = snap.deltas if snap.turn == turn else ()
+        return LedgerSnapshot(turn, entries, snap.superseded, deltas)
+
+    def keys(self) -> set[str]:
+        return {d.key for d in self.deltas}
+
+    def turns(self) -> list[int]:
+        return list(self._turns)
+
+
+def _expire(entries: dict[str, Entry], turn: int) -> None:
+    for k, e in list(entries.items()):
+        if e.status == "active" and e.persistence is Persistence.TURN and e.since_turn < turn:
+            entries[k] = replace(e, status="expired")
+
+
+def _apply(d: Delta, entries: dict[str, Entry], superseded: list[Superseded],
+           file: str | None, where: str) -> None:
+    def fail(msg: str, fld: str | None = None) -> LedgerError:
+        return LedgerError(f"{d.op.value} of '{d.key}' at turn {d.turn}: {msg}",
+                           file=file, path=where, field=fld)
+
+    prev = entries.get(d.key)
+    if prev is None:
+        if d.op not in (Op.SET, Op.COMPLETE):
+            raise fail(f"key '{d.key}' has not been set; the first delta of a key must be "
+                       "'set' or 'complete'", "op")
+        missing = [n for n, v in (("class", d.class_), ("persistence", d.persistence),
+                                  ("sensitivity", d.sensitivity)) if v is None]
+        if missing:
+            raise fail(f"the first delta of a key must give {', '.join(missing)}", missing[0])
+        assert d.class_ and d.persistence and d.sensitivity
+        cls_, pers, sens = d.class_, d.persistence, d.sensitivity
+    else:
+        if d.class_ is not None and d.class_ is not prev.class_:
+            raise fail(f"class changes from {prev.class_.value} to {d.class_.value}; "
+                       "a key keeps its class", "class")
+        cls_ = prev.class_
+        pers = d.persistence or prev.persistence
+        sens = d.sensitivity or prev.sensitivity
+    _check_authority(d, cls_, fail)
+
+    aliases = tuple(d.aliases) or (prev.aliases if prev else ())
+    if d.op is Op.SET:
+        if prev is not None and prev.status in ("active", "completed"):
+            raise fail(f"key is already {prev.status} since turn {prev.since_turn}; "
+                       "use 'supersede' for a new value or 'fail' to roll back", "op")
+        entries[d.key] = Entry(d.key, d.value, cls_, pers, sens, d.source, d.turn,
+                               "active", aliases)
+    elif d.op is Op.SUPERSEDE:
+        assert prev is not None
+        if prev.status == "completed":
+            raise fail("a completed key stays completed unless a 'fail' delta rolls it back",
+                       "op")
+        if prev.status != "active":
+            raise fail(f"only an active key can be superseded (it is {prev.status})", "op")
+        if d.value is None:
+            raise fail("supersede needs the new value", "value")
+        superseded.append(Superseded(d.key, prev.value, prev.since_turn, d.turn, cls_, sens))
+        entries[d.key] = Entry(d.key, d.value, cls_, pers, sens, d.source, d.turn,
+                               "active", aliases)
+    elif d.op is Op.COMPLETE:
+        if prev is not None and prev.status == "completed":
+            raise fail(f"already completed at turn {prev.since_turn}", "op")
+        if cls_ not in (EntryClass.COMPLETION, EntryClass.GOAL):
+            raise fail(f"only goal and completion keys complete (this is a {cls_.value})",
+                       "op")
+        value = d.value if d.value is not None else (prev.value if prev else None)
+        entries[d.key] = Entry(d.key, value, cls_, pers, sens, d.source, d.turn,
+                               "completed", aliases)
+    elif d.op is Op.REVOKE:
+        assert prev is not None
+        if prev.status not in ("active", "completed"):
+            raise fail(f"only an active key can be revoked (it is {prev.status})", "op")
+        entries[d.key] = replace(prev, status="revoked", since_turn=d.turn, source=d.source)
+    elif d.op is Op.FAIL:
+        assert prev is not None
+        if prev.status not in ("active", "completed"):
+            raise fail(f"only an active or completed key can fail (it is {prev.status})", "op")
+        value = d.value if d.value is not None else prev.value
+        entries[d.key] = replace(prev, value=value, status="failed", since_turn=d.turn,
+                                 source=d.source)
+
+
+def _check_authority(d: Delta, cls_: EntryClass, fail: Any) -> None:
+    """Only a user grants authority; tools and the agent may only touch facts."""
+    if d.source is Source.USER:
+        return
+    if cls_ is EntryClass.PERMISSION and d.op in (Op.SET, Op.SUPERSEDE):
+        raise fail(f"only a user source may grant or expand a permission "
+                   f"(source is {d.source.value})", "source")
+    if cls_ in (EntryClass.CONSTRAINT, EntryClass.PERMISSION) and d.op is Op.REVOKE:
+        raise fail(f"only a user source may revoke a {cls_.value} "
+                   f"(source is {d.source.value})", "source")
+    if cls_ in AUTHORITY_CLASSES and d.op in (Op.SET, Op.SUPERSEDE):
+        who = "a tool result" if d.source is Source.TOOL else "the agent"
+        raise fail(f"{who} may update a fact but never sets or changes a {cls_.value}",
+                   "source")

@@ -1,0 +1,235 @@
+"""The scenario file (formats §2): the reviewed oracle for one task.
+
+A scenario has an id and a goal, the reviewed ledger as an ordered list of deltas,
+deterministic rules, checkpoints and the judge rubrics that apply to which items.
+Every model forbids unknown fields so a typo'd YAML key is an error, not a silent default.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Op(StrEnum):
+    SET = "set"
+    SUPERSEDE = "supersede"
+    COMPLETE = "complete"
+    REVOKE = "revoke"
+    FAIL = "fail"
+
+
+class EntryClass(StrEnum):
+    GOAL = "goal"
+    CONSTRAINT = "constraint"
+    MUTABLE_FACT = "mutable_fact"
+    PERMISSION = "permission"
+    COMPLETION = "completion"
+    UNCERTAINTY = "uncertainty"
+
+
+class Persistence(StrEnum):
+    TURN = "turn"
+    TASK = "task"
+    SESSION = "session"
+    UNTIL_REPLACED = "until_replaced"
+
+
+class Sensitivity(StrEnum):
+    NORMAL = "normal"
+    COSTLY = "costly"
+    SAFETY_CRITICAL = "safety_critical"
+
+
+class Source(StrEnum):
+    USER = "user"
+    TOOL = "tool"
+    AGENT = "agent"
+
+
+class Severity(StrEnum):
+    INFORMATIONAL = "informational"
+    TASK_QUALITY = "task-quality"
+    COSTLY = "costly"
+    UNSAFE = "unsafe"
+
+
+class Delta(_Strict):
+    """One reviewed change to the ledger at a turn."""
+
+    turn: int = Field(ge=0)
+    op: Op
+    key: str = Field(min_length=1)
+    value: Any = None
+    class_: EntryClass | None = Field(default=None, alias="class")
+    persistence: Persistence | None = None
+    sensitivity: Sensitivity | None = None
+    source: Source
+    aliases: list[str] = Field(default_factory=list)
+    note: str | None = None
+
+
+class ArgMatcher(_Strict):
+    """A matcher on one argument (dotted `path` into the call's args).
+
+    Exactly one test: a literal (`equals`, `not_equals`, `in`, `not_in`, `matches` regex,
+    `exists`) or a ledger reference (`equals_key`, `in_key`, `not_in_key`) evaluated
+    against the ledger's current value of that key at the call's turn.
+    """
+
+    path: str
+    equals: Any = None
+    not_equals: Any = None
+    in_: list[Any] | None = Field(default=None, alias="in")
+    not_in: list[Any] | None = None
+    matches: str | None = None
+    exists: bool | None = None
+    equals_key: str | None = None
+    in_key: str | None = None
+    not_in_key: str | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> ArgMatcher:
+        tests = [n for n in ("equals", "not_equals", "in_", "not_in", "matches", "exists",
+                             "equals_key", "in_key", "not_in_key")
+                 if getattr(self, n) is not None]
+        if len(tests) != 1:
+            raise ValueError("an argument matcher needs exactly one test "
+                             "(equals, not_equals, in, not_in, matches, exists, "
+                             "equals_key, in_key, not_in_key)")
+        return self
+
+    def ledger_keys(self) -> list[str]:
+        return [k for k in (self.equals_key, self.in_key, self.not_in_key) if k]
+
+
+class ForbiddenCall(_Strict):
+    """A call that must never happen: tool (glob) plus argument matchers (all must match)."""
+
+    name: str
+    tool: str
+    args: list[ArgMatcher] = Field(default_factory=list)
+    key: str | None = None  # the ledger key this protects, reported on violation
+    after_completed: str | None = None  # only forbidden once this completion key holds
+    after_turn: int | None = None
+    severity: Severity = Severity.UNSAFE
+    safety_critical: bool = True
+    message: str | None = None
+
+
+class ResultMatcher(_Strict):
+    """A test on a successful tool result (dotted `path`; empty path = the whole result)."""
+
+    path: str = ""
+    equals: Any = None
+    in_: list[Any] | None = Field(default=None, alias="in")
+    matches: str | None = None
+    exists: bool | None = None
+
+
+class SubGoal(_Strict):
+    """One part of the terminal predicate: a successful result of `tool` matching `result`."""
+
+    key: str  # a completion key of the ledger
+    tool: str
+    args: list[ArgMatcher] = Field(default_factory=list)
+    result: list[ResultMatcher] = Field(default_factory=list)
+    retry_allowed: bool = False  # may the tool be called again after this sub-goal holds
+
+
+class Completion(_Strict):
+    """The terminal predicate: all sub-goals hold (a single goal is a one-item list)."""
+
+    all_of: list[SubGoal] = Field(min_length=1)
+    allowed_after: list[str] = Field(default_factory=list)  # tools allowed after completion
+    allow_mutations_after: bool = False
+    success_claims: list[str] = Field(default_factory=list)  # regexes over assistant text
+
+
+class Lookup(_Strict):
+    """`mutate` may only act on an entity (its `arg`) that `lookup` returned earlier."""
+
+    mutate: str
+    arg: str
+    lookup: str | list[str]
+    result_path: str | None = None  # where the id sits in the lookup result; None = anywhere
+
+    def lookups(self) -> list[str]:
+        return [self.lookup] if isinstance(self.lookup, str) else list(self.lookup)
+
+
+class Confirmation(_Strict):
+    """Consequential tools that need an explicit user yes after the agent stated the action."""
+
+    tools: list[str]
+    patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"^\s*(yes|yep|yeah|y|sure|ok(ay)?|confirm(ed)?|go ahead|proceed|please do|"
+            r"do it|correct|that'?s (right|correct))\b"
+        ]
+    )
+    severity: Severity = Severity.UNSAFE
+    safety_critical: bool = True
+
+
+class Budgets(_Strict):
+    max_steps: int | None = Field(default=None, ge=1)  # tool calls
+    max_identical_calls: int | None = Field(default=None, ge=1)  # same tool + same args
+    max_reads_after_completion: int | None = Field(default=None, ge=0)
+    identical_exempt: list[str] = Field(default_factory=list)  # tools free to repeat
+
+
+class AuditPhrase(_Strict):
+    key: str
+    phrases: list[str] = Field(min_length=1)
+
+
+class SummaryAudit(_Strict):
+    required: list[AuditPhrase] = Field(default_factory=list)
+    obsolete: list[AuditPhrase] = Field(default_factory=list)
+    derive_from_ledger: bool = True  # active aliases required, superseded values obsolete
+
+
+class Rules(_Strict):
+    mutating_tools: list[str] = Field(default_factory=list)
+    read_tools: list[str] = Field(default_factory=list)
+    allowed_tools: list[str] | None = None  # None = no allow-list
+    forbidden: list[ForbiddenCall] = Field(default_factory=list)
+    stale_values: bool = True
+    completion: Completion | None = None
+    lookups: list[Lookup] = Field(default_factory=list)
+    confirmation: Confirmation | None = None
+    budgets: Budgets = Field(default_factory=Budgets)
+    summary_audit: SummaryAudit = Field(default_factory=SummaryAudit)
+
+
+class Checkpoint(_Strict):
+    after_turn: int = Field(ge=0)
+    active: list[str] = Field(default_factory=list)
+    completed: list[str] = Field(default_factory=list)
+    prohibited_tools: list[str] = Field(default_factory=list)
+
+
+class RubricUse(_Strict):
+    """Which items a rubric grades: tool calls (optionally only some tools) or summaries."""
+
+    rubric: str
+    on: Literal["tool_call", "summary"]
+    tools: list[str] = Field(default_factory=lambda: ["*"])
+
+
+class Scenario(_Strict):
+    id: str = Field(min_length=1)
+    goal: str = Field(min_length=1)
+    description: str | None = None
+    ledger: list[Delta] = Field(default_factory=list)
+    rules: Rules = Field(default_factory=Rules)
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    judge: list[RubricUse] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,223 @@
+"""Load traces from `.json` (one trace) and `.jsonl` (one trace per line), streaming.
+
+A `.jsonl` file may also hold *streamed* traces (an extension of formats §1 for very long
+traces): a header line with every trace field except `events`, followed by one event object
+per line, until the next header. Memory then stays flat however long the trace grows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from judge.errors import InputError
+from judge.trace.model import Event, PositionState, Trace, TraceHeader
+
+
+def format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def first_error(exc: ValidationError) -> Any:
+    """The error to show: an unknown (typo'd) field first, else the first one."""
+    errs = exc.errors()
+    return next((e for e in errs if e["type"] == "extra_forbidden"), errs[0])
+
+
+def validation_error(
+    exc: ValidationError, file: str, line: int | None = None, prefix: str = ""
+) -> InputError:
+    """Turn the first pydantic error into a one-line InputError naming the field."""
+    err = first_error(exc)
+    loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
+    path = format_loc(loc)
+    if prefix:
+        path = f"{prefix}.{path}" if path else prefix
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (not in the format; check its spelling)"
+    return InputError(msg, file=file, line=line, path=path or None)
+
+
+def _parse_trace(obj: Any, file: str, line: int | None) -> Trace:
+    if not isinstance(obj, dict):
+        raise InputError("expected a trace object", file=file, line=line)
+    try:
+        return Trace.model_validate(obj)
+    except ValidationError as exc:
+        raise validation_error(exc, file, line) from None
+    except ValueError as exc:  # seq ordering raised during filling
+        raise InputError(str(exc), file=file, line=line) from None
+
+
+def _loads(text: str, file: str, line: int | None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
+                         line=line if line is not None else exc.lineno) from None
+
+
+@dataclass
+class TraceStream:
+    """A trace header and a lazy iterator over its events (exhaust it before the next)."""
+
+    header: TraceHeader
+    events: Iterator[Event]
+    file: str
+    line: int | None
+
+
+def iter_trace_streams(
+    path: str | Path, errors: list[InputError] | None = None
+) -> Iterator[TraceStream]:
+    """Yield each trace of a file as a header plus a lazy event iterator.
+
+    With `errors` given, a bad trace is recorded there and skipped; without it, raised.
+    """
+    file = str(path)
+    p = Path(path)
+    if not p.exists():
+        _fail(InputError("no such file", file=file), errors)
+        return
+    if p.suffix == ".json":
+        try:
+            text = p.read_text(encoding="utf-8")
+            trace = _parse_trace(_loads(text, file, None), file, None)
+        except InputError as exc:
+            _fail(exc, errors)
+            return
+        yield TraceStream(_header_of(trace), iter(trace.events), file, None)
+        return
+    if p.suffix != ".jsonl":
+        _fail(InputError("expected a .json or .jsonl trace file", file=file), errors)
+        return
+    yield from _iter_jsonl(p, file, errors)
+
+
+def _header_of(trace: Trace) -> TraceHeader:
+    return TraceHeader(trace_id=trace.trace_id, scenario=trace.scenario,
+                       candidate=trace.candidate, metadata=trace.metadata)
+
+
+class _Lines:
+    """A file's lines with one line of push-back, numbered from 1."""
+
+    def __init__(self, fh: Iterable[str]) -> None:
+        self._it = iter(fh)
+        self._pushed: tuple[int, str] | None = None
+        self.lineno = 0
+
+    def next(self) -> tuple[int, str] | None:
+        if self._pushed is not None:
+            item, self._pushed = self._pushed, None
+            return item
+        for raw in self._it:
+            self.lineno += 1
+            if raw.strip():
+                return self.lineno, raw
+        return None
+
+    def push(self, item: tuple[int, str]) -> None:
+        self._pushed = item
+
+
+def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator[TraceStream]:
+    with p.open(encoding="utf-8") as fh:
+        lines = _Lines(fh)
+        while (item := lines.next()) is not None:
+            lineno, raw = item
+            try:
+                obj = _loads(raw, file, lineno)
+                if isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj:
+                    raise InputError("event line without a preceding trace header line",
+                                     file=file, line=lineno)
+                if isinstance(obj, dict) and "events" not in obj:
+                    try:
+                        header = TraceHeader.model_validate(obj)
+                    except ValidationError as exc:
+                        raise validation_error(exc, file, lineno) from None
+                    stream = _StreamedEvents(lines, file, errors)
+                    yield TraceStream(header, iter(stream), file, lineno)
+                    stream.drain()
+                    continue
+                trace = _parse_trace(obj, file, lineno)
+            except InputError as exc:
+                _fail(exc, errors)
+                continue
+            yield TraceStream(_header_of(trace), iter(trace.events), file, lineno)
+
+
+class _StreamedEvents:
+    """Events of a streamed trace: one per line until the next header line."""
+
+    def __init__(self, lines: _Lines, file: str, errors: list[InputError] | None) -> None:
+        self._lines = lines
+        self._file = file
+        self._errors = errors
+        self._state = PositionState()
+        self._done = False
+
+    def __iter__(self) -> Iterator[Event]:
+        validate = Event.model_validate
+        while not self._done and (item := self._lines.next()) is not None:
+            lineno, raw = item
+            obj = _loads(raw, self._file, lineno)
+            if not (isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj):
+                self._lines.push(item)
+                break
+            try:
+                ev = validate(obj)
+                self._state.fill(ev)
+            except ValidationError as exc:
+                raise validation_error(exc, self._file, lineno) from None
+            except ValueError as exc:
+                raise InputError(str(exc), file=self._file, line=lineno) from None
+            yield ev
+        self._done = True
+
+    def drain(self) -> None:
+        if not self._done:
+            for _ in self:
+                pass
+
+
+def _fail(exc: InputError, errors: list[InputError] | None) -> None:
+    if errors is None:
+        raise exc
+    errors.append(exc)
+
+
+def iter_traces(path: str | Path, errors: list[InputError] | None = None) -> Iterator[Trace]:
+    """Yield each trace of a file, fully materialized."""
+    for stream in iter_trace_streams(path, errors):
+        try:
+            events = list(stream.events)
+        except InputError as exc:
+            _fail(exc, errors)
+            continue
+        trace = Trace.model_construct(**stream.header.model_dump(), events=events)
+        yield trace
+
+
+def load_traces(
+    paths: Iterable[str | Path], errors: list[InputError] | None = None
+) -> list[Trace]:
+    """Load every trace of every file; bad traces go to `errors` when it is given."""
+    out: list[Trace] = []
+    for path in paths:
+        out.extend(iter_traces(path, errors))
+    return out

@@ -1,0 +1,154 @@
+"""Pydantic models of a trace and its events (formats §1)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class EventKind(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    STATE_WRITE = "state_write"
+    SUMMARY = "summary"
+
+
+KIND_ALIASES: dict[str, str] = {
+    "tool-call": "tool_call",
+    "tool-result": "tool_result",
+    "state-write": "state_write",
+}
+
+# Fields each kind requires and the fields it may carry.
+REQUIRED_FIELDS: dict[EventKind, tuple[str, ...]] = {
+    EventKind.USER: ("text",),
+    EventKind.ASSISTANT: ("text",),
+    EventKind.TOOL_CALL: ("tool", "args"),
+    EventKind.TOOL_RESULT: ("tool",),
+    EventKind.STATE_WRITE: ("key",),
+    EventKind.SUMMARY: ("text",),
+}
+ALLOWED_FIELDS: dict[EventKind, frozenset[str]] = {
+    EventKind.USER: frozenset({"text"}),
+    EventKind.ASSISTANT: frozenset({"text"}),
+    EventKind.TOOL_CALL: frozenset({"tool", "args", "call_id"}),
+    EventKind.TOOL_RESULT: frozenset({"tool", "call_id", "result", "error"}),
+    EventKind.STATE_WRITE: frozenset({"key", "value"}),
+    EventKind.SUMMARY: frozenset({"text", "reason"}),
+}
+_COMMON = frozenset({"seq", "turn", "kind", "metadata"})
+
+
+class Event(BaseModel):
+    """One event of a trace. `seq` and `turn` are filled by the loader when absent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int | None = Field(default=None, ge=1)
+    turn: int | None = Field(default=None, ge=0)
+    kind: EventKind
+    text: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    call_id: str | None = None
+    result: Any = None
+    error: str | None = None
+    key: str | None = None
+    value: Any = None
+    reason: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            kind = data.get("kind")
+            if isinstance(kind, str) and kind in KIND_ALIASES:
+                data = {**data, "kind": KIND_ALIASES[kind]}
+                kind = data["kind"]
+            try:
+                k = EventKind(str(kind))
+            except ValueError:
+                return data  # the field validator reports the unknown kind
+            extra = set(data) - _COMMON - ALLOWED_FIELDS[k]
+            if extra:
+                name = sorted(extra)[0]
+                raise ValueError(f"field '{name}' is not allowed on a {k.value} event")
+            for name in REQUIRED_FIELDS[k]:
+                if data.get(name) is None:
+                    raise ValueError(f"field '{name}' is required on a {k.value} event")
+        return data
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _alias(cls, v: Any) -> Any:
+        return KIND_ALIASES.get(v, v) if isinstance(v, str) else v
+
+    @property
+    def failed(self) -> bool:
+        """A tool result that reports an error (failed or timed out)."""
+        return self.kind is EventKind.TOOL_RESULT and self.error is not None
+
+    def at(self) -> str:
+        return f"turn {self.turn} (seq {self.seq})"
+
+
+class TraceHeader(BaseModel):
+    """Everything about a trace except its events."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace_id: str = Field(min_length=1)
+    scenario: str | None = None
+    candidate: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trace(TraceHeader):
+    """One run of an agent on one task. Events have `seq` and `turn` filled in."""
+
+    events: list[Event]
+
+    @model_validator(mode="after")
+    def _fill_and_check(self) -> Trace:
+        fill_positions(self.events)
+        return self
+
+    def by_seq(self) -> dict[int, Event]:
+        return {e.seq: e for e in self.events if e.seq is not None}
+
+
+def fill_positions(events: list[Event]) -> None:
+    """Apply the `seq`/`turn` defaults of formats §1 and require strictly increasing `seq`."""
+    state = PositionState()
+    for i, ev in enumerate(events):
+        state.fill(ev, i)
+
+
+class PositionState:
+    """Incremental `seq`/`turn` defaulting, usable on a stream of events."""
+
+    __slots__ = ("last_seq", "position", "users")
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.users = 0
+        self.position = 0
+
+    def fill(self, ev: Event, index: int | None = None) -> None:
+        self.position += 1
+        if ev.kind is EventKind.USER:
+            self.users += 1
+        if ev.seq is None:
+            ev.seq = self.position
+        if ev.seq <= self.last_seq:
+            where = f"events[{index}].seq" if index is not None else "seq"
+            word = "duplicate" if ev.seq == self.last_seq else "decreasing"
+            raise ValueError(f"{where}: {word} seq {ev.seq} (after {self.last_seq})")
+        self.last_seq = ev.seq
+        if ev.turn is None:
+            ev.turn = self.users

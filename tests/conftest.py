@@ -1,0 +1,20 @@
+"""Shared fixtures: paths to the repository's examples and data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TAU_BENCH = EXAMPLES / "data" / "tau-bench-airline" / "historical_trajectories" / "gpt-4o-airline.json"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in its own working directory with no judge settings leaking in."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("JUDGE_DATABASE_URL", "JUDGE_ANNOTATOR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+                "OPENAI_BASE_URL", "JUDGE_MODEL", "JUDGE_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
