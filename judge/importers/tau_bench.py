@@ -1,0 +1,97 @@
+"""Import tau-bench historical trajectories (one trace per record, formats §1).
+
+A trajectory file is a JSON list of records `{task_id, trial, reward, traj, info}`; `traj` is
+an OpenAI chat message list whose first message is the domain policy (system). Each record
+becomes the trace `tau-<domain>/<task_id>/<trial>` of scenario `tau-<domain>`:
+
+- events: the conversation without the system policy (see `judge.importers.openai_chat`);
+- metadata: `reward`, `task` (info.task: instruction, user_id, gold actions, outputs),
+  `reward_info` (the automatic grader's details), `policy_sha256` / `policy_chars`;
+- candidate: `{"model": ..., "agent": "tau-bench tool-calling agent"}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from judge.errors import InputError
+from judge.importers.openai_chat import _Where, build_trace, messages_to_events
+from judge.trace.model import Trace
+
+DEFAULT_AGENT = "tau-bench tool-calling agent"
+_TASK_FIELDS = ("instruction", "user_id", "actions", "outputs")
+
+
+def _record_header(rec: dict[str, Any], where: _Where, domain: str,
+                   candidate: dict[str, Any]) -> dict[str, Any]:
+    for name in ("task_id", "trial"):
+        if not isinstance(rec.get(name), int) or isinstance(rec.get(name), bool):
+            raise where.error("expected an integer", fld=name)
+    reward = rec.get("reward")
+    if not isinstance(reward, int | float) or isinstance(reward, bool):
+        raise where.error("expected a number", fld="reward")
+    info = rec.get("info", {})
+    if not isinstance(info, dict):
+        raise where.error("expected an object", fld="info")
+    task = info.get("task", {})
+    if not isinstance(task, dict):
+        raise where.error("expected an object", ".info", "task")
+    metadata: dict[str, Any] = {
+        "source": "tau-bench",
+        "domain": domain,
+        "task_id": rec["task_id"],
+        "trial": rec["trial"],
+        "reward": reward,
+        "task": {k: task[k] for k in _TASK_FIELDS if k in task},
+    }
+    if "reward_info" in info:
+        metadata["reward_info"] = info["reward_info"]
+    return {
+        "trace_id": f"tau-{domain}/{rec['task_id']}/{rec['trial']}",
+        "scenario": f"tau-{domain}",
+        "candidate": dict(candidate),
+        "metadata": metadata,
+    }
+
+
+def record_to_trace(rec: Any, where: _Where, domain: str = "airline",
+                    candidate: dict[str, Any] | None = None) -> Trace:
+    """One tau-bench record as a trace; InputError names the record and field."""
+    if not isinstance(rec, dict):
+        raise where.error("expected a trajectory record object")
+    cand = candidate if candidate is not None else {"model": "gpt-4o", "agent": DEFAULT_AGENT}
+    header = _record_header(rec, where, domain, cand)
+    if "traj" not in rec:
+        raise where.error("missing the conversation", fld="traj")
+    events, systems = messages_to_events(rec["traj"], where, ".traj")
+    if systems:
+        # The policy is the scenario's business (reviewed ledger), never conversation.
+        header["metadata"]["policy_sha256"] = systems[0]["sha256"]
+        header["metadata"]["policy_chars"] = systems[0]["chars"]
+        if len(systems) > 1:
+            header["metadata"]["system_prompts"] = systems
+    return build_trace(header, events, where)
+
+
+def iter_tau_bench(path: str | Path, *, domain: str = "airline",
+                   candidate: dict[str, Any] | None = None) -> Iterator[Trace]:
+    """Yield one trace per record of a tau-bench historical-trajectory file."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", file=file) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
+                         line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("malformed JSON (nested too deeply)", file=file) from None
+    if not isinstance(doc, list):
+        raise InputError("expected a JSON list of trajectory records", file=file)
+    for i, rec in enumerate(doc):
+        yield record_to_trace(rec, _Where(file, None, f"[{i}]"), domain, candidate)
