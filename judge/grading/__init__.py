@@ -1,0 +1,1 @@
+"""The grading engine: concurrency, call cache, re-ask, replay-only (see `engine`)."""

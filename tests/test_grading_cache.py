@@ -1,0 +1,103 @@
+"""Cache keys and the call caches (memory, JSONL file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judge.errors import StoreError
+from judge.grading.cache import JsonlCache, MemoryCache
+from judge.grading.keys import KeyMaker, cache_key
+from judge.providers.base import CallRecord, JudgeRequest, ModelParams
+
+SCHEMA = {"type": "object", "properties": {"label": {"type": "string"}}}
+
+
+def request(content: str = "item 1", system: str = "You are a judge.") -> JudgeRequest:
+    return JudgeRequest(item_id="t#1:r", system=system,
+                        messages=({"role": "user", "content": content},), schema=SCHEMA)
+
+
+def record(key: str, text: str = '{"label": "pass"}') -> CallRecord:
+    return CallRecord(cache_key=key, item_id="t#1:r", prompt_hash="sha256:p", model="m",
+                      params=ModelParams().to_dict(), request={"system": "s"},
+                      response_text=text, usage={"prompt_tokens": 3}, latency_s=0.25)
+
+
+def test_key_is_stable_and_depends_on_every_part() -> None:
+    base = cache_key("sha256:a", "openai:x", ModelParams(), request())
+    assert base == cache_key("sha256:a", "openai:x", ModelParams(), request())
+    assert base.startswith("sha256:") and len(base) == 7 + 64
+    variants = {
+        cache_key("sha256:b", "openai:x", ModelParams(), request()),
+        cache_key("sha256:a", "openai:y", ModelParams(), request()),
+        cache_key("sha256:a", "openai:x", ModelParams(temperature=0.5), request()),
+        cache_key("sha256:a", "openai:x", ModelParams(seed=1), request()),
+        cache_key("sha256:a", "openai:x", ModelParams(), request(content="item 2")),
+        cache_key("sha256:a", "openai:x", ModelParams(), request(system="Other.")),
+    }
+    other_schema = JudgeRequest(item_id="t#1:r", system="You are a judge.",
+                                messages=request().messages, schema={"type": "object"})
+    variants.add(cache_key("sha256:a", "openai:x", ModelParams(), other_schema))
+    assert base not in variants and len(variants) == 7
+
+
+def test_key_cannot_be_forged_by_moving_text_between_messages() -> None:
+    a = JudgeRequest(item_id="i", system="s", schema=SCHEMA,
+                     messages=({"role": "user", "content": "ab"}, {"role": "user", "content": "c"}))
+    b = JudgeRequest(item_id="i", system="s", schema=SCHEMA,
+                     messages=({"role": "user", "content": "a"}, {"role": "user", "content": "bc"}))
+    km = KeyMaker("p", "m", ModelParams(), SCHEMA)
+    assert km.key(a) != km.key(b)
+
+
+def test_key_ignores_item_id() -> None:
+    # the same rendered input is the same call, whatever item asked for it
+    km = KeyMaker("p", "m", ModelParams(), SCHEMA)
+    other = JudgeRequest(item_id="u#9:r", system="You are a judge.",
+                         messages=request().messages, schema=SCHEMA)
+    assert km.key(request()) == km.key(other)
+
+
+def test_memory_cache_counts_hits() -> None:
+    c = MemoryCache()
+    assert c.get("k") is None
+    c.put(record("k"))
+    got = c.get("k")
+    assert got is not None and got.response_text == '{"label": "pass"}'
+    assert (c.hits, c.misses) == (1, 1)
+
+
+def test_jsonl_cache_persists_across_opens(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    with JsonlCache(path) as c:
+        c.put(record("k1"))
+        c.put(record("k2", "second"))
+    assert len(path.read_text().splitlines()) == 2
+    with JsonlCache(path) as again:
+        got = again.get("k2")
+        assert got is not None
+        assert got.response_text == "second" and got.latency_s == 0.25
+        assert got.usage == {"prompt_tokens": 3} and got.request == {"system": "s"}
+        assert again.get("missing") is None
+
+
+def test_jsonl_cache_skips_a_half_written_line_and_keeps_appending(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    with JsonlCache(path) as c:
+        c.put(record("k1"))
+    with path.open("a") as fh:
+        fh.write('{"cache_key": "k2", "respo')  # killed mid-write
+    with JsonlCache(path) as c:
+        assert c.skipped == 1
+        assert c.get("k1") is not None and c.get("k2") is None
+        c.put(record("k3"))
+    with JsonlCache(path) as c:
+        assert c.skipped == 1  # the partial line stayed alone on its line
+        assert c.get("k3") is not None
+
+
+def test_jsonl_cache_unwritable_path_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="cannot open the call cache"):
+        JsonlCache(tmp_path / "no-such-dir" / "calls.jsonl")
