@@ -63,6 +63,8 @@ class ProviderFailure(Exception):
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        #: calls made before giving up (set by the retry helper)
+        self.attempts = 1
 
 
 class Provider(ABC):

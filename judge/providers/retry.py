@@ -1,0 +1,107 @@
+"""Retries with exponential backoff and full jitter, honoring Retry-After.
+
+Only `ProviderFailure(retryable=True)` is retried (429, 5xx, timeouts, connection errors, as
+each provider decides). Any other exception propagates at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+from judge.providers.base import JudgeRequest, Provider, ProviderFailure, ProviderResponse
+from judge.providers.ratelimit import RateLimiter
+
+#: a Retry-After longer than this is not waited for: the failure is raised instead
+MAX_RETRY_AFTER = 600.0
+
+OnRetry = Callable[[int, ProviderFailure, float], None]
+
+
+def backoff_delay(attempt: int, failure: ProviderFailure, *, base_delay: float,
+                  max_delay: float, rng: random.Random) -> float:
+    """Seconds to wait after failed attempt number `attempt` (1-based): full jitter over
+    `min(max_delay, base_delay * 2**(attempt-1))`, and never less than Retry-After."""
+    cap = min(max_delay, base_delay * (2 ** (attempt - 1)))
+    delay = rng.uniform(0.0, cap)
+    if failure.retry_after is not None:
+        delay = max(delay, failure.retry_after)
+    return delay
+
+
+async def generate_with_retries(
+    provider: Provider,
+    request: JudgeRequest,
+    *,
+    retries: int,
+    base_delay: float = 0.5,
+    max_delay: float = 30.0,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    limiter: RateLimiter | None = None,
+    on_retry: OnRetry | None = None,
+) -> tuple[ProviderResponse, int]:
+    """Call `provider.generate(request)` up to `retries + 1` times.
+
+    Returns the response and the number of attempts made. Raises the last ProviderFailure
+    when it is not retryable, when retries are exhausted, or when the server asks to wait
+    longer than MAX_RETRY_AFTER; its `attempts` attribute says how many calls were made.
+    `limiter` is acquired before every attempt; `on_retry(attempt, failure, delay)` is called
+    before each wait.
+    """
+    rng = rng or random.Random()
+    attempt = 0
+    while True:
+        attempt += 1
+        if limiter is not None:
+            await limiter.acquire()
+        try:
+            return await provider.generate(request), attempt
+        except ProviderFailure as failure:
+            failure.attempts = attempt
+            if not failure.retryable or attempt > retries:
+                raise
+            if failure.retry_after is not None and failure.retry_after > MAX_RETRY_AFTER:
+                raise
+            delay = backoff_delay(attempt, failure, base_delay=base_delay,
+                                  max_delay=max_delay, rng=rng)
+            if on_retry is not None:
+                on_retry(attempt, failure, delay)
+            await sleep(delay)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *,
+                      now: Callable[[], float] = time.time) -> float | None:
+    """Seconds to wait from `retry-after-ms` (milliseconds) or `retry-after` (seconds or an
+    HTTP date); None when absent or unreadable."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+def is_retryable_status(status: int) -> bool:
+    """Statuses worth another try: request timeout, conflict, rate limit, server errors."""
+    return status in (408, 409, 429) or status >= 500

@@ -1,0 +1,2 @@
+"""Test helpers shipped with judge: a local fake OpenAI/Anthropic server and canned verdicts,
+so users can check their setup without an API key."""
