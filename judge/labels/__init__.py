@@ -1,0 +1,20 @@
+"""Human labels and verdicts as files, reference labels, and the agreement report over them."""
+
+from judge.labels.files import iter_labels as iter_labels
+from judge.labels.files import iter_verdicts as iter_verdicts
+from judge.labels.files import read_labels as read_labels
+from judge.labels.files import read_verdicts as read_verdicts
+from judge.labels.files import write_labels as write_labels
+from judge.labels.files import write_verdicts as write_verdicts
+from judge.labels.reference import ReferenceLabel as ReferenceLabel
+from judge.labels.reference import ReferenceSet as ReferenceSet
+from judge.labels.reference import newest_labels as newest_labels
+from judge.labels.reference import reference_labels as reference_labels
+from judge.labels.report import agreement_report as agreement_report
+from judge.labels.report import human_human_agreement as human_human_agreement
+
+__all__ = [
+    "ReferenceLabel", "ReferenceSet", "agreement_report", "human_human_agreement",
+    "iter_labels", "iter_verdicts", "newest_labels", "read_labels", "read_verdicts",
+    "reference_labels", "write_labels", "write_verdicts",
+]

@@ -1,0 +1,194 @@
+"""`agreement_report`: human labels + verdicts -> the `judge agreement` JSON object.
+
+Turns records into plain arrays and calls judge.stats; file mode and database mode both
+end here. Breakdowns: by rubric (item id suffix), ledger key, state class and sensitivity
+(metadata `key_class`, `key_sensitivity` of the verdict, else of the labels, else
+"(unknown)"), and annotator (each annotator's newest labels against the judge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from judge.errors import InputError
+from judge.formats import HumanLabel, Verdict, parse_item_id
+from judge.labels.reference import ReferenceLabel, ReferenceSet, reference_labels
+from judge.stats import (
+    cohen_kappa,
+    compute_agreement,
+    grouped_agreement,
+    krippendorff_alpha_nominal,
+)
+
+UNKNOWN = "(unknown)"
+NO_KEY = "(none)"
+
+
+def rubric_of(item: str, verdict: Verdict | None = None) -> str:
+    """The rubric of an item: its id suffix, else the verdict's `rubric`, else "(unknown)"."""
+    try:
+        return parse_item_id(item)[2]
+    except ValueError:
+        return verdict.rubric if verdict is not None and verdict.rubric else UNKNOWN
+
+
+def _meta(field: str, verdict: Verdict, ref: ReferenceLabel | None) -> str:
+    value = verdict.metadata.get(field)
+    if value is None and ref is not None:
+        value = ref.metadata.get(field)
+    return UNKNOWN if value is None else str(value)
+
+
+def _key_group(ref: ReferenceLabel, verdict: Verdict) -> str:
+    key = verdict.metadata.get("key") or ref.metadata.get("key")
+    return str(key or ref.violated_key or verdict.violated_key or NO_KEY)
+
+
+def index_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Verdict]:
+    """item id -> verdict; a second verdict for one item is an InputError."""
+    out: dict[str, Verdict] = {}
+    for v in verdicts:
+        if v.item_id in out:
+            raise InputError(f"duplicate verdicts for item {v.item_id!r}", field="item_id")
+        out[v.item_id] = v
+    return out
+
+
+def human_human_agreement(refs: ReferenceSet) -> dict[str, Any] | None:
+    """Agreement among annotators on items with two or more pass/fail newest labels.
+
+    Cohen's kappa when exactly two annotators labelled those items, Krippendorff's alpha
+    (nominal) always; percent_agreement is the share of items where every vote agrees.
+    None when no item has two such labels.
+    """
+    items = sorted(i for i, by in refs.newest.items()
+                   if sum(1 for lab in by.values() if lab.label != "unsure") >= 2)
+    if not items:
+        return None
+    annotators = sorted({a for i in items for a, lab in refs.newest[i].items()
+                         if lab.label != "unsure"})
+    row = {a: k for k, a in enumerate(annotators)}
+    data = np.full((len(annotators), len(items)), -1, dtype=np.int64)
+    for col, item in enumerate(items):
+        for a, lab in refs.newest[item].items():
+            if lab.label != "unsure":
+                data[row[a], col] = 1 if lab.label == "fail" else 0
+    present = data >= 0
+    fails = np.where(present, data, 0).sum(axis=0)
+    votes = present.sum(axis=0)
+    unanimous = (fails == 0) | (fails == votes)
+    reasons: dict[str, str] = {}
+    alpha = krippendorff_alpha_nominal(data)
+    if not np.isfinite(alpha):
+        reasons["krippendorff_alpha"] = "undefined: every vote used the same label"
+    out: dict[str, Any] = {
+        "n_items": len(items),
+        "n_annotators": len(annotators),
+        "annotators": annotators,
+        "percent_agreement": float(unanimous.mean()),
+        "krippendorff_alpha": float(alpha) if np.isfinite(alpha) else None,
+        "cohen_kappa": None,
+    }
+    if len(annotators) == 2:
+        kappa = cohen_kappa(data[0], data[1])
+        out["cohen_kappa"] = kappa if np.isfinite(kappa) else None
+        if out["cohen_kappa"] is None:
+            reasons["cohen_kappa"] = "undefined: both annotators gave every item one label"
+    else:
+        reasons["cohen_kappa"] = "needs exactly two annotators; see krippendorff_alpha"
+    out["reasons"] = reasons
+    return out
+
+
+def agreement_report(
+    labels: Sequence[HumanLabel],
+    verdicts: Sequence[Verdict],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    breakdown_n_boot: int = 200,
+) -> dict[str, Any]:
+    """Agreement of verdicts with the reference labels: every key of formats §5, plus
+    `breakdowns`, `human_human` and counts of what matched.
+
+    InputError when the two share no item or a verdict is duplicated.
+    """
+    by_item = index_verdicts(verdicts)
+    refs = reference_labels(labels)
+    items = sorted(i for i in refs.labels if i in by_item)
+    tied = [i for i in refs.tied if i in by_item]
+    if not items and not tied:
+        raise InputError("labels and verdicts share no item (compare their item_id values)",
+                         field="item_id")
+    pairs = [(refs.labels[i], by_item[i]) for i in items]
+    all_verdicts = list(by_item.values())
+    judge_all = [v.label for v in all_verdicts]
+
+    arrays: dict[str, Any] = {
+        "human": [r.label for r, _ in pairs],
+        "judge": [v.label for _, v in pairs],
+        "human_keys": [r.violated_key for r, _ in pairs],
+        "judge_keys": [v.violated_key for _, v in pairs],
+        "human_evidence": [r.evidence_event for r, _ in pairs],
+        "judge_evidence": [v.evidence_event for _, v in pairs],
+    }
+    out = compute_agreement(**arrays, judge_all=judge_all, n_tied=len(tied),
+                            n_boot=n_boot, seed=seed)
+    out["n_labels"] = len(labels)
+    out["n_verdicts"] = len(verdicts)
+    out["n_labelled_items"] = len(refs.newest)
+    out["n_matched_items"] = len(items) + len(tied)
+    out["n_labelled_without_verdict"] = sum(1 for i in refs.newest if i not in by_item)
+
+    def groups(fn: Callable[[ReferenceLabel, Verdict], str]) -> list[str]:
+        return [fn(r, v) for r, v in pairs]
+
+    def groups_all(fn: Callable[[ReferenceLabel | None, Verdict], str]) -> list[str]:
+        return [fn(refs.labels.get(v.item_id), v) for v in all_verdicts]
+
+    def by(labelled: list[str], everyone: list[str] | None) -> dict[str, dict[str, Any]]:
+        return grouped_agreement(labelled, **arrays, groups_all=everyone,
+                                 judge_all=judge_all if everyone is not None else None,
+                                 n_boot=breakdown_n_boot, seed=seed)
+
+    breakdowns: dict[str, dict[str, dict[str, Any]]] = {
+        "rubric": by(groups(lambda r, v: rubric_of(v.item_id, v)),
+                     groups_all(lambda r, v: rubric_of(v.item_id, v))),
+        "key": by(groups(_key_group), None),
+        "key_class": by(groups(lambda r, v: _meta("key_class", v, r)),
+                        groups_all(lambda r, v: _meta("key_class", v, r))),
+        "sensitivity": by(groups(lambda r, v: _meta("key_sensitivity", v, r)),
+                          groups_all(lambda r, v: _meta("key_sensitivity", v, r))),
+        "annotator": _by_annotator(refs, by_item, judge_all, breakdown_n_boot, seed),
+    }
+    out["breakdowns"] = breakdowns
+    out["human_human"] = human_human_agreement(refs)
+    if out["human_human"] is None:
+        out["reasons"]["human_human"] = "no item has pass/fail labels from two annotators"
+    return out
+
+
+def _by_annotator(
+    refs: ReferenceSet, by_item: dict[str, Verdict], judge_all: Sequence[str], n_boot: int,
+    seed: int,
+) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for annotator in refs.annotators:
+        mine = sorted(((i, by[annotator]) for i, by in refs.newest.items()
+                       if annotator in by and i in by_item), key=lambda t: t[0])
+        if not mine:
+            continue
+        out[annotator] = compute_agreement(
+            [lab.label for _, lab in mine],
+            [by_item[i].label for i, _ in mine],
+            judge_all=judge_all,
+            human_keys=[lab.violated_key for _, lab in mine],
+            judge_keys=[by_item[i].violated_key for i, _ in mine],
+            human_evidence=[lab.evidence_event for _, lab in mine],
+            judge_evidence=[by_item[i].evidence_event for i, _ in mine],
+            n_boot=n_boot, seed=seed,
+        )
+    return out
