@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["conftest_store"]  # store fixtures (SQLite + throwaway PostgreSQL)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TAU_BENCH = EXAMPLES / "data" / "tau-bench-airline" / "historical_trajectories" / "gpt-4o-airline.json"

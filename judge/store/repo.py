@@ -1,0 +1,373 @@
+"""The Store: one object over the database for the engine, the runner, the CLI and reports.
+
+Every public write runs in one transaction: a failure leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from judge.errors import InputError, StoreError
+from judge.formats import HumanLabel, Verdict
+from judge.routing import Calibration, RoutingPolicy, needs_second_annotator, route_verdict
+from judge.store import tables
+from judge.store.calls import DbCallCache
+from judge.store.db import (
+    as_utc,
+    database_url,
+    display_url,
+    insert_ignore,
+    make_engine,
+    store_errors,
+    utcnow,
+)
+from judge.store.migrations import migrate
+from judge.store.rows import (
+    canonical_hash,
+    label_row,
+    row_label,
+    row_verdict,
+    verdict_row,
+)
+
+T_TRACE: Any = tables.TraceRow.__table__  # type: ignore[attr-defined]
+T_SCEN: Any = tables.ScenarioRow.__table__  # type: ignore[attr-defined]
+T_ITEM: Any = tables.ItemRow.__table__  # type: ignore[attr-defined]
+T_PROMPT: Any = tables.PromptRow.__table__  # type: ignore[attr-defined]
+T_RUN: Any = tables.RunRow.__table__  # type: ignore[attr-defined]
+T_VERDICT: Any = tables.VerdictRow.__table__  # type: ignore[attr-defined]
+T_LABEL: Any = tables.LabelRow.__table__  # type: ignore[attr-defined]
+T_CAL: Any = tables.CalibrationRow.__table__  # type: ignore[attr-defined]
+
+_CHUNK = 500
+SAFETY = ("safety-critical", "safety_critical")
+
+
+def open_store(url: str | None = None, *, busy_timeout_ms: int | None = None) -> Store:
+    """Open (and migrate) the database at `url`, JUDGE_DATABASE_URL, or ./judge.db."""
+    resolved = database_url(url)
+    engine = make_engine(resolved, busy_timeout_ms=busy_timeout_ms)
+    try:
+        with store_errors(resolved):
+            migrate(engine)
+    except StoreError:
+        engine.dispose()
+        raise
+    return Store(engine, resolved)
+
+
+class Store:
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = url
+        self.calls = DbCallCache(engine, url)
+        self._queue: Any = None
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def where(self) -> str:
+        return display_url(self.url)
+
+    @property
+    def queue(self) -> Any:
+        """The review queue (judge.review.queue.ReviewQueue)."""
+        if self._queue is None:
+            from judge.review.queue import ReviewQueue
+
+            self._queue = ReviewQueue(self.engine, self.url)
+        return self._queue
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _read(self) -> Connection:
+        return self.engine.connect().execution_options(judge_read=True)
+
+    # -- runs ---------------------------------------------------------------------------
+    def save_run(self, run_id: str | None = None, *, suite: str | None = None,
+                 config: dict[str, Any] | None = None) -> str:
+        """Start a run (or keep an existing one, for --resume) and return its id."""
+        rid = run_id or f"run-{utcnow():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        row = {"run_id": rid, "status": "running", "suite": suite, "config": config or {},
+               "summary": {}, "started_at": utcnow(), "finished_at": None}
+        with store_errors(self.url), self.engine.begin() as conn:
+            conn.execute(insert_ignore(T_RUN, self.dialect), [row])
+        return rid
+
+    def finish_run(self, run_id: str, *, status: str = "finished",
+                   summary: dict[str, Any] | None = None) -> None:
+        values: dict[str, Any] = {"status": status, "finished_at": utcnow()}
+        if summary is not None:
+            values["summary"] = summary
+        with store_errors(self.url), self.engine.begin() as conn:
+            conn.execute(update(T_RUN).where(T_RUN.c.run_id == run_id).values(**values))
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
+        if row is None:
+            return None
+        out = dict(row)
+        out["started_at"] = as_utc(out["started_at"])
+        out["finished_at"] = as_utc(out["finished_at"])
+        return out
+
+    # -- inputs -------------------------------------------------------------------------
+    def save_trace(self, trace: Any) -> str:
+        """Store a trace (judge.trace.Trace or its dict); an already stored id is kept."""
+        body = trace.model_dump(mode="json", exclude_none=True) if hasattr(
+            trace, "model_dump") else dict(trace)
+        row = {"trace_id": body["trace_id"], "scenario": body.get("scenario"),
+               "candidate": body.get("candidate") or {}, "meta": body.get("metadata") or {},
+               "n_events": len(body.get("events") or []), "content_hash": canonical_hash(body),
+               "body": body, "created_at": utcnow()}
+        with store_errors(self.url), self.engine.begin() as conn:
+            conn.execute(insert_ignore(T_TRACE, self.dialect), [row])
+        return str(row["trace_id"])
+
+    def save_scenario(self, scenario_id: str, text: str, path: str | None = None) -> str:
+        """Store a scenario's reviewed text under its content hash; returns the hash."""
+        digest = canonical_hash(text)
+        row = {"content_hash": digest, "scenario_id": scenario_id, "path": path, "text": text,
+               "created_at": utcnow()}
+        with store_errors(self.url), self.engine.begin() as conn:
+            conn.execute(insert_ignore(T_SCEN, self.dialect), [row])
+        return digest
+
+    def save_prompt(self, prompt: Any) -> None:
+        """Store a prompt version (judge.prompts.Prompt) under its hash."""
+        row = {"prompt_hash": prompt.hash, "rubric": prompt.rubric, "version": prompt.version,
+               "description": getattr(prompt, "description", None),
+               "template": getattr(prompt, "template", ""), "created_at": utcnow()}
+        with store_errors(self.url), self.engine.begin() as conn:
+            conn.execute(insert_ignore(T_PROMPT, self.dialect), [row])
+
+    def save_items(self, items: Iterable[Any]) -> int:
+        """Store judge items (judge.items.Item or their dicts); existing ids are kept."""
+        now = utcnow()
+        rows = []
+        for it in items:
+            d = it.to_dict() if hasattr(it, "to_dict") else dict(it)
+            rows.append({"item_id": d["item_id"], "trace_id": d["trace_id"], "seq": d["seq"],
+                         "turn": d.get("turn", 0), "rubric": d["rubric"], "kind": d["kind"],
+                         "safety_critical": bool(d.get("safety_critical", False)),
+                         "data": d, "created_at": now})
+        with store_errors(self.url), self.engine.begin() as conn:
+            for i in range(0, len(rows), _CHUNK * 10):
+                conn.execute(insert_ignore(T_ITEM, self.dialect), rows[i:i + _CHUNK * 10])
+        return len(rows)
+
+    def get_item(self, item_id: str) -> dict[str, Any] | None:
+        """The stored item dict (goal, ledger snapshot, events slice, target), or None."""
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(select(T_ITEM.c.data).where(T_ITEM.c.item_id == item_id)).first()
+        return dict(row[0]) if row is not None else None
+
+    # -- verdicts -----------------------------------------------------------------------
+    def save_verdicts(self, verdicts: Sequence[Verdict], run_id: str, *,
+                      vetoed_traces: Iterable[str] = (),
+                      policy: RoutingPolicy | None = RoutingPolicy()) -> list[Verdict]:
+        """Route and store verdicts of a run in one transaction; review-routed items join the
+        queue. A verdict already stored for (run_id, item_id) is kept (a resumed run never
+        duplicates). `policy=None` stores verdicts with the route they already carry.
+        Returns the routed verdicts."""
+        vetoed = set(vetoed_traces)
+        routed = list(verdicts) if policy is None else self._route(verdicts, vetoed, policy)
+        now = utcnow()
+        rows = [verdict_row(v, run_id, now) for v in routed]
+        from judge.review.queue import enqueue_rows, queue_row
+
+        with store_errors(self.url), self.engine.begin() as conn:
+            if conn.execute(select(T_RUN.c.run_id).where(T_RUN.c.run_id == run_id)).first() \
+                    is None:
+                conn.execute(insert_ignore(T_RUN, self.dialect), [{
+                    "run_id": run_id, "status": "running", "suite": None, "config": {},
+                    "summary": {}, "started_at": now, "finished_at": None}])
+            conn.execute(insert_ignore(T_VERDICT, self.dialect), rows)
+            review = [v for v in routed if v.route == "review"]
+            if review:
+                safety = self._safety(conn, [v.item_id for v in review])
+                enqueue_rows(conn, [queue_row(
+                    v.item_id, reason=v.route_reason or "review", rubric=v.rubric,
+                    safety_critical=safety.get(v.item_id, False) or _safety_meta(v),
+                    confidence=(v.calibrated_confidence if v.calibrated_confidence is not None
+                                else v.confidence) if v.label != "unscored" else None,
+                    required=2 if policy is not None and needs_second_annotator(
+                        v.item_id, policy) else 1,
+                    run_id=run_id, now=now) for v in review])
+        return routed
+
+    def _route(self, verdicts: Sequence[Verdict], vetoed: set[str],
+               policy: RoutingPolicy) -> list[Verdict]:
+        cals: dict[tuple[str, str, str], Calibration | None] = {}
+        out = []
+        for v in verdicts:
+            key = (v.rubric or "", v.prompt_hash or "", v.model or "")
+            if key not in cals:
+                cals[key] = self.find_calibration(*key) if all(key) else None
+            trace_id = v.item_id.rpartition("#")[0]
+            is_veto = v.overruled or v.route == "veto" or trace_id in vetoed
+            r = route_verdict(v, vetoed=is_veto, calibration=cals[key], policy=policy)
+            out.append(v.model_copy(update={
+                "route": r.route, "route_reason": r.reason, "overruled": is_veto,
+                "calibrated_confidence": r.calibrated_confidence
+                if r.calibrated_confidence is not None else v.calibrated_confidence}))
+        return out
+
+    def _safety(self, conn: Connection, item_ids: list[str]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for i in range(0, len(item_ids), _CHUNK):
+            chunk = item_ids[i:i + _CHUNK]
+            for iid, sc in conn.execute(select(T_ITEM.c.item_id, T_ITEM.c.safety_critical)
+                                        .where(T_ITEM.c.item_id.in_(chunk))):
+                out[iid] = bool(sc)
+        return out
+
+    def verdicts_for(self, rubric: str | None, prompt_version: str | None = None,
+                     model: str | None = None, *, run_id: str | None = None) -> list[Verdict]:
+        """The newest stored verdict per item matching the filters (rubric None = all)."""
+        stmt = select(T_VERDICT)
+        if rubric:
+            stmt = stmt.where(T_VERDICT.c.rubric == rubric)
+        if prompt_version:
+            stmt = stmt.where(T_VERDICT.c.prompt_version == prompt_version)
+        if model:
+            stmt = stmt.where(T_VERDICT.c.model == model)
+        if run_id:
+            stmt = stmt.where(T_VERDICT.c.run_id == run_id)
+        stmt = stmt.order_by(T_VERDICT.c.id)
+        newest: dict[str, Verdict] = {}
+        with store_errors(self.url), self._read() as conn:
+            for row in conn.execute(stmt).mappings():
+                newest[row["item_id"]] = row_verdict(row)
+        return list(newest.values())
+
+    def verdict_for_item(self, item_id: str) -> Verdict | None:
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(select(T_VERDICT).where(T_VERDICT.c.item_id == item_id)
+                               .order_by(T_VERDICT.c.id.desc()).limit(1)).mappings().first()
+        return row_verdict(row) if row is not None else None
+
+    def stored_item_ids(self, run_id: str) -> set[str]:
+        """Items that already have a verdict in this run (what a resumed run skips)."""
+        with store_errors(self.url), self._read() as conn:
+            return {r[0] for r in conn.execute(
+                select(T_VERDICT.c.item_id).where(T_VERDICT.c.run_id == run_id))}
+
+    def count_verdicts(self, run_id: str | None = None) -> int:
+        stmt = select(func.count()).select_from(T_VERDICT)
+        if run_id:
+            stmt = stmt.where(T_VERDICT.c.run_id == run_id)
+        with store_errors(self.url), self._read() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    # -- labels -------------------------------------------------------------------------
+    def add_label(self, label: HumanLabel) -> bool:
+        """Append one label (a relabel supersedes, both stay) and update the queue.
+        Returns False when this exact label was already stored."""
+        return self.add_labels([label]) == 1
+
+    def add_labels(self, labels: Sequence[HumanLabel]) -> int:
+        """Append labels in one transaction; exact repeats are skipped (idempotent import).
+        Returns how many were added."""
+        from judge.review.queue import record_label
+
+        rows = [label_row(lb) for lb in labels]
+        added = 0
+        with store_errors(self.url), self.engine.begin() as conn:
+            for i in range(0, len(rows), _CHUNK):
+                chunk = rows[i:i + _CHUNK]
+                have = {r[0] for r in conn.execute(select(T_LABEL.c.fingerprint).where(
+                    T_LABEL.c.fingerprint.in_([r["fingerprint"] for r in chunk])))}
+                fresh = {r["fingerprint"]: r for r in chunk if r["fingerprint"] not in have}
+                if fresh:
+                    conn.execute(insert_ignore(T_LABEL, self.dialect), list(fresh.values()))
+                    added += len(fresh)
+                    for r in fresh.values():
+                        record_label(conn, r["item_id"], r["annotator"])
+        return added
+
+    def labels_for(self, item_ids: Iterable[str] | None = None, *, rubric: str | None = None,
+                   annotator: str | None = None, newest_only: bool = False) -> list[HumanLabel]:
+        """Stored labels, oldest first (the whole history unless `newest_only`: then each
+        annotator's newest label per item)."""
+        stmt = select(T_LABEL).order_by(T_LABEL.c.created_at, T_LABEL.c.id)
+        if annotator:
+            stmt = stmt.where(T_LABEL.c.annotator == annotator)
+        if rubric:
+            stmt = stmt.where(T_LABEL.c.item_id.like(f"%:{rubric}"))
+        with store_errors(self.url), self._read() as conn:
+            if item_ids is None:
+                out = [row_label(r) for r in conn.execute(stmt).mappings()]
+            else:
+                ids = list(item_ids)
+                out = []
+                for i in range(0, len(ids), _CHUNK):
+                    part = stmt.where(T_LABEL.c.item_id.in_(ids[i:i + _CHUNK]))
+                    out.extend(row_label(r) for r in conn.execute(part).mappings())
+                out.sort(key=lambda lb: lb.created_at)
+        if newest_only:
+            newest = {(lb.item_id, lb.annotator): lb for lb in out}
+            out = list(newest.values())
+        return out
+
+    def count_labels(self) -> int:
+        with store_errors(self.url), self._read() as conn:
+            return int(conn.execute(select(func.count()).select_from(T_LABEL)).scalar_one())
+
+    # -- calibration --------------------------------------------------------------------
+    def save_calibration(self, record: Any) -> None:
+        """Store a calibration record (judge.calibration CalibrationRecord, or its dict)."""
+        data = record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
+        for k in ("rubric", "prompt_hash", "model"):
+            if not data.get(k):
+                raise InputError("calibration record lacks a value", field=k)
+        row = {"rubric": data["rubric"], "prompt_version": data.get("prompt_version"),
+               "prompt_hash": data["prompt_hash"], "model": data["model"],
+               "threshold": data.get("threshold"), "record": data, "created_at": utcnow()}
+        with store_errors(self.url), self.engine.begin() as conn:
+            conn.execute(T_CAL.insert(), [row])
+
+    def find_calibration(self, rubric: str, prompt_hash: str, model: str) -> Any | None:
+        """The newest calibration for (rubric, prompt hash, model), or None. A CalibrationRecord
+        when judge.calibration is installed, else the stored dict."""
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(
+                select(T_CAL.c.record).where(T_CAL.c.rubric == rubric,
+                                             T_CAL.c.prompt_hash == prompt_hash,
+                                             T_CAL.c.model == model)
+                .order_by(T_CAL.c.id.desc()).limit(1)).first()
+        if row is None:
+            return None
+        return _calibration_record(dict(row[0]))
+
+    def calibrations(self) -> list[dict[str, Any]]:
+        with store_errors(self.url), self._read() as conn:
+            return [dict(r[0]) for r in conn.execute(
+                select(T_CAL.c.record).order_by(T_CAL.c.id))]
+
+
+def _safety_meta(v: Verdict) -> bool:
+    return str(v.metadata.get("key_sensitivity", "")).replace("_", "-") == "safety-critical"
+
+
+def _calibration_record(data: dict[str, Any]) -> Any:
+    try:
+        from judge.calibration import CalibrationRecord  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return data
+    return CalibrationRecord.model_validate(data)

@@ -1,0 +1,65 @@
+"""Conversions between the interchange records (Verdict, HumanLabel) and table rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from judge.formats import HumanLabel, Verdict
+from judge.store.db import as_utc
+
+
+def verdict_row(v: Verdict, run_id: str, now: datetime) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "item_id": v.item_id, "rubric": v.rubric,
+        "prompt_version": v.prompt_version, "prompt_hash": v.prompt_hash, "model": v.model,
+        "label": v.label, "violated_key": v.violated_key, "evidence_event": v.evidence_event,
+        "confidence": v.confidence, "calibrated_confidence": v.calibrated_confidence,
+        "rationale": v.rationale, "reason": v.reason, "overruled": v.overruled,
+        "route": v.route, "route_reason": v.route_reason, "raw_completion": v.raw_completion,
+        "meta": v.metadata, "created_at": now}
+
+
+_VERDICT_FIELDS = ("item_id", "label", "violated_key", "evidence_event", "confidence",
+                   "rationale", "rubric", "prompt_version", "prompt_hash", "model", "reason",
+                   "calibrated_confidence", "overruled", "route", "route_reason",
+                   "raw_completion")
+
+
+def row_verdict(row: Mapping[Any, Any]) -> Verdict:
+    data = {k: row[k] for k in _VERDICT_FIELDS}
+    data["metadata"] = dict(row["meta"] or {})
+    data["metadata"].setdefault("run_id", row["run_id"])
+    return Verdict.model_validate(data)
+
+
+def label_fingerprint(label: HumanLabel) -> str:
+    """Identity of one label event: importing the same line twice adds nothing."""
+    created = as_utc(label.created_at)
+    assert created is not None
+    ident = [label.item_id, label.annotator, label.label, label.violated_key,
+             label.evidence_event, created.isoformat(timespec="microseconds"), label.note]
+    return "sha256:" + hashlib.sha256(json.dumps(ident).encode()).hexdigest()
+
+
+def label_row(label: HumanLabel) -> dict[str, Any]:
+    return {
+        "item_id": label.item_id, "label": label.label, "violated_key": label.violated_key,
+        "evidence_event": label.evidence_event, "annotator": label.annotator,
+        "created_at": as_utc(label.created_at), "note": label.note, "meta": label.metadata,
+        "fingerprint": label_fingerprint(label)}
+
+
+def row_label(row: Mapping[Any, Any]) -> HumanLabel:
+    return HumanLabel(
+        item_id=row["item_id"], label=row["label"], violated_key=row["violated_key"],
+        evidence_event=row["evidence_event"], annotator=row["annotator"],
+        created_at=as_utc(row["created_at"]), note=row["note"], metadata=dict(row["meta"] or {}))
+
+
+def canonical_hash(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
