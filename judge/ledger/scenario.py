@@ -223,6 +223,14 @@ class RubricUse(_Strict):
     on: Literal["tool_call", "summary"]
     tools: list[str] = Field(default_factory=lambda: ["*"])
 
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_on(cls, data: Any) -> Any:
+        """YAML 1.1 reads a bare `on:` key as the boolean true; take it back as `on`."""
+        if isinstance(data, dict) and True in data and "on" not in data:
+            data = {("on" if k is True else k): v for k, v in data.items()}
+        return data
+
 
 class Scenario(_Strict):
     id: str = Field(min_length=1)
