@@ -1,0 +1,65 @@
+"""A judge item: one tool call or one summary of one trace, under one rubric (formats §3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ItemKind = Literal["tool_call", "summary"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """Everything a judge may see about one item, plus what it must never see (`candidate`).
+
+    `ledger` is `LedgerSnapshot.to_dict()` at the item's turn; `events` is the minimal slice
+    of the trace (event dicts, in seq order, the target included, long results truncated);
+    `ledger_keys` are the keys a fail verdict may name; `slice_seqs` the seqs it may cite.
+    """
+
+    item_id: str
+    trace_id: str
+    seq: int
+    turn: int
+    rubric: str
+    kind: ItemKind
+    goal: str
+    ledger: dict[str, Any]
+    events: tuple[dict[str, Any], ...]
+    target: dict[str, Any]
+    ledger_keys: frozenset[str]
+    slice_seqs: frozenset[int]
+    safety_critical: bool = False
+    candidate: dict[str, Any] | None = None  # stored, NEVER rendered
+
+    def __hash__(self) -> int:
+        return hash(self.item_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item_id": self.item_id, "trace_id": self.trace_id, "seq": self.seq,
+            "turn": self.turn, "rubric": self.rubric, "kind": self.kind, "goal": self.goal,
+            "ledger": self.ledger, "events": list(self.events), "target": self.target,
+            "ledger_keys": sorted(self.ledger_keys), "slice_seqs": sorted(self.slice_seqs),
+            "safety_critical": self.safety_critical, "candidate": self.candidate or {},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Item:
+        return cls(
+            item_id=str(d["item_id"]), trace_id=str(d["trace_id"]), seq=int(d["seq"]),
+            turn=int(d["turn"]), rubric=str(d["rubric"]), kind=d["kind"], goal=str(d["goal"]),
+            ledger=dict(d["ledger"]), events=tuple(d["events"]), target=dict(d["target"]),
+            ledger_keys=frozenset(d["ledger_keys"]), slice_seqs=frozenset(d["slice_seqs"]),
+            safety_critical=bool(d.get("safety_critical", False)),
+            candidate=dict(d.get("candidate") or {}),
+        )
+
+    # Convenience views over the ledger snapshot, for rules and providers.
+    def entries(self, *statuses: str) -> list[dict[str, Any]]:
+        """Ledger entries with the given statuses (default: active and completed)."""
+        wanted = statuses or ("active", "completed")
+        return [e for s in wanted for e in self.ledger.get(s, [])]
+
+    def superseded(self) -> list[dict[str, Any]]:
+        return list(self.ledger.get("superseded", []))

@@ -1,0 +1,194 @@
+"""The minimal slice of a trace a judge needs for one target event, within a token budget.
+
+The slice holds the events since the last user turn before the target (that user message
+included), plus earlier tool results (and user messages) that the target depends on: those
+containing a value that appears in the target's arguments, e.g. the lookup that returned the
+reservation id being cancelled. Long fields are cut with a visible `…[truncated N chars]`
+marker. Tokens are estimated as characters / 4. Never the whole transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from judge.trace.model import Event, EventKind
+
+CHARS_PER_TOKEN = 4
+MIN_NEEDLE_CHARS = 3
+_TEXT_FIELDS = {"user": "text", "assistant": "text", "summary": "text", "tool_result": "result",
+                "tool_call": "args", "state_write": "value"}
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def estimate_tokens(value: Any) -> int:
+    """Tokens ≈ characters / 4 of the compact JSON (strings count as their own text)."""
+    text = value if isinstance(value, str) else dumps(value)
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def event_dict(ev: Event) -> dict[str, Any]:
+    """The judge-visible fields of an event (never its free-form metadata)."""
+    d = ev.model_dump(mode="json", exclude_none=True, exclude={"metadata"})
+    if ev.kind is EventKind.TOOL_RESULT and "result" not in d and ev.error is None:
+        d["result"] = None
+    return d
+
+
+def truncate_text(text: str, limit: int, keep: Sequence[str] = ()) -> str:
+    """`text` cut to about `limit` chars with a visible marker; keeps an excerpt around the
+    first `keep` value that the cut would lose (e.g. the id the target acts on)."""
+    if len(text) <= limit:
+        return text
+    for needle in keep:
+        pos = text.find(needle)
+        if pos < 0 or pos + len(needle) <= limit:
+            continue
+        span = limit // 4
+        lo = max(0, pos - span)
+        hi = min(len(text), pos + len(needle) + span)
+        head_len = max(16, limit - (hi - lo))
+        tail = f"…[truncated {len(text) - hi} chars]" if hi < len(text) else ""
+        if lo <= head_len:
+            return f"{text[:hi]}{tail}"
+        return f"{text[:head_len]}…[truncated {lo - head_len} chars]…{text[lo:hi]}{tail}"
+    return f"{text[:limit]}…[truncated {len(text) - limit} chars]"
+
+
+def truncate_event(d: dict[str, Any], limit: int, keep: Sequence[str] = ()) -> dict[str, Any]:
+    """A copy of the event dict whose long text/result/args field is cut to `limit` chars."""
+    field = _TEXT_FIELDS.get(str(d.get("kind")))
+    if field is None or field not in d:
+        return d
+    value = d[field]
+    text = value if isinstance(value, str) else dumps(value)
+    if len(text) <= limit:
+        return d
+    return {**d, field: truncate_text(text, limit, keep)}
+
+
+def needles_of(value: Any) -> list[str]:
+    """Scalar values in a target's args that could tie it to an earlier result."""
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                walk(x)
+        elif isinstance(v, bool) or v is None:
+            return
+        elif isinstance(v, int | float | str):
+            s = str(v).strip()
+            if len(s) >= MIN_NEEDLE_CHARS and s not in out:
+                out.append(s)
+
+    walk(value)
+    return out
+
+
+def _needle_pattern(needles: Iterable[str]) -> re.Pattern[str] | None:
+    parts = sorted((re.escape(n) for n in needles), key=len, reverse=True)
+    if not parts:
+        return None
+    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])")
+
+
+def _text_of(d: dict[str, Any]) -> str:
+    field = _TEXT_FIELDS.get(str(d.get("kind")))
+    if field is None or field not in d:
+        return ""
+    v = d[field]
+    return v if isinstance(v, str) else dumps(v)
+
+
+def build_slice(
+    events: Sequence[Event], index: int, token_budget: int = 2000,
+    dicts: Sequence[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], ...]:
+    """The slice for `events[index]`, as event dicts in seq order (the target included).
+
+    `dicts` may pass precomputed `event_dict`s for the same events (a speed-up when many
+    items come from one trace).
+    """
+    ds = list(dicts) if dicts is not None else [event_dict(e) for e in events]
+    target = ds[index]
+    start = index
+    while start > 0 and ds[start].get("kind") != "user":
+        start -= 1
+    budget_chars = max(token_budget, 50) * CHARS_PER_TOKEN
+    field_limit = max(400, budget_chars // 4)
+
+    needles = needles_of(target.get("args")) if target.get("kind") == "tool_call" else []
+    chosen: dict[int, dict[str, Any]] = {}
+    used = 0
+
+    def add(i: int, d: dict[str, Any], force: bool = False) -> bool:
+        nonlocal used
+        cost = len(dumps(d))
+        if not force and used + cost > budget_chars:
+            return False
+        chosen[i] = d
+        used += cost
+        return True
+
+    # 1. The target itself, cut only if it alone would eat most of the budget.
+    add(index, truncate_event(target, max(field_limit, budget_chars * 3 // 4)), force=True)
+    # 2. The user message that opened this turn.
+    if start != index and ds[start].get("kind") == "user":
+        add(start, truncate_event(ds[start], field_limit), force=True)
+    # 3. Earlier results (then user messages) holding a value the target uses.
+    pattern = _needle_pattern(needles)
+    if pattern is not None:
+        deps: list[tuple[int, list[str]]] = []
+        user_deps: list[tuple[int, list[str]]] = []
+        remaining = set(needles)
+        for i in range(start - 1, -1, -1):
+            if not remaining:
+                break
+            kind = ds[i].get("kind")
+            if kind not in ("tool_result", "user"):
+                continue
+            found = {m.group(0) for m in pattern.finditer(_text_of(ds[i]))} & remaining
+            if found:
+                (deps if kind == "tool_result" else user_deps).append((i, sorted(found)))
+                remaining -= found
+        for i, keep in deps + user_deps:
+            add(i, truncate_event(ds[i], field_limit, keep))
+    # 4. The latest earlier call of the same tool and its result (repeats, retries).
+    if target.get("kind") == "tool_call":
+        for i in range(start - 1, -1, -1):
+            d = ds[i]
+            if d.get("kind") == "tool_call" and d.get("tool") == target.get("tool"):
+                if i not in chosen:
+                    add(i, truncate_event(d, field_limit))
+                j = _result_of(ds, i)
+                if j is not None and j not in chosen:
+                    add(j, truncate_event(ds[j], field_limit // 2))
+                break
+    # 5. The rest of the turn, nearest to the target first.
+    for i in range(index - 1, start, -1):
+        keep = needles if ds[i].get("kind") == "tool_result" else []
+        if not add(i, truncate_event(ds[i], field_limit, keep)):
+            small = truncate_event(ds[i], 200, keep)
+            add(i, small)
+    return tuple(chosen[i] for i in sorted(chosen))
+
+
+def _result_of(ds: Sequence[dict[str, Any]], i: int) -> int | None:
+    """The index of the result answering the call at `i` (by call_id, else the next result)."""
+    call_id = ds[i].get("call_id")
+    for j in range(i + 1, min(len(ds), i + 50)):
+        d = ds[j]
+        if d.get("kind") != "tool_result":
+            continue
+        if call_id is None or d.get("call_id") == call_id:
+            return j
+    return None
