@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from judge.cli import agreement as agreement_cmd
 from judge.cli import importers as importers_cmd
 from judge.cli import schema as schema_cmd
 
@@ -24,6 +25,7 @@ def _root() -> None:
 app.command("schema")(schema_cmd.schema)
 
 # Sub-apps and commands register below, one line each (keep this list sorted by group).
+app.command("agreement")(agreement_cmd.agreement)
 app.add_typer(importers_cmd.app, name="import")
 
 

@@ -1,0 +1,150 @@
+"""`judge agreement`: how well a judge agrees with human labels (formats §5).
+
+    judge agreement --labels L --verdicts V [--format json|text] [--seed N] [--n-boot N]
+    judge agreement --rubric R [--prompt-version V] [--model M] [--db URL] [...]
+
+File mode needs no database. Database mode reads the newest stored verdict per item of the
+rubric (optionally one prompt version / model) and the stored label history of those items.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from judge.cli.common import cli_errors, die
+from judge.errors import InputError
+from judge.formats import HumanLabel, Verdict
+from judge.labels.files import read_labels, read_verdicts
+from judge.labels.report import agreement_report
+
+
+class OutputFormat(StrEnum):
+    json = "json"
+    text = "text"
+
+
+def agreement(
+    labels: Path | None = typer.Option(None, "--labels", help="human labels (JSONL)"),
+    verdicts: Path | None = typer.Option(None, "--verdicts", help="verdicts (JSONL)"),
+    rubric: str | None = typer.Option(None, "--rubric", help="database mode: this rubric"),
+    prompt_version: str | None = typer.Option(None, "--prompt-version",
+                                              help="database mode: only this prompt version"),
+    model: str | None = typer.Option(None, "--model", help="database mode: only this model"),
+    db: str | None = typer.Option(None, "--db", help="database URL (default JUDGE_DATABASE_URL "
+                                                    "or ./judge.db)"),
+    fmt: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json or text"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples"),
+    breakdown_n_boot: int = typer.Option(200, "--breakdown-n-boot",
+                                         help="bootstrap resamples per breakdown group"),
+) -> None:
+    """Agreement of judge verdicts with human labels, with bootstrap intervals."""
+    with cli_errors():
+        if n_boot < 1 or breakdown_n_boot < 1:
+            die("--n-boot and --breakdown-n-boot must be at least 1")
+        if labels is not None or verdicts is not None:
+            if labels is None or verdicts is None:
+                die("file mode needs both --labels and --verdicts")
+            if rubric or prompt_version or model or db:
+                die("give either --labels/--verdicts (files) or --rubric (database), not both")
+            label_list = read_labels(labels)
+            verdict_list = read_verdicts(verdicts)
+            _check_overlap(label_list, verdict_list, str(labels), str(verdicts))
+        elif rubric:
+            label_list, verdict_list = _from_store(rubric, prompt_version, model, db)
+        else:
+            die("give --labels and --verdicts, or --rubric for the database")
+        report = agreement_report(label_list, verdict_list, n_boot=n_boot, seed=seed,
+                                  breakdown_n_boot=breakdown_n_boot)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(report, allow_nan=False))
+    else:
+        render_text(report, Console(soft_wrap=False, width=110))
+
+
+def _check_overlap(labels: list[HumanLabel], verdicts: list[Verdict], lfile: str,
+                   vfile: str) -> None:
+    labelled = {lab.item_id for lab in labels}
+    if not any(v.item_id in labelled for v in verdicts):
+        raise InputError(
+            f"shares no item with {vfile} ({len(labelled)} labelled items, "
+            f"{len(verdicts)} verdicts; compare their item_id values)",
+            file=lfile, field="item_id")
+
+
+def _from_store(rubric: str, prompt_version: str | None, model: str | None,
+                db: str | None) -> tuple[list[HumanLabel], list[Verdict]]:
+    from judge.store import open_store  # only database mode pays for the import
+
+    with open_store(db) as store:
+        verdicts = store.verdicts_for(rubric, prompt_version, model)
+        if not verdicts:
+            raise InputError(f"no stored verdicts for rubric {rubric!r}"
+                             + (f", prompt version {prompt_version!r}" if prompt_version else "")
+                             + (f", model {model!r}" if model else ""), field="rubric")
+        labels = store.labels_for([v.item_id for v in verdicts])
+    if not labels:
+        raise InputError(f"no stored labels for the {len(verdicts)} items of rubric {rubric!r}",
+                         field="rubric")
+    return labels, verdicts
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(pair: list[float] | None) -> str:
+    return "—" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def render_text(report: dict[str, Any], console: Console) -> None:
+    """Print the agreement report as readable tables."""
+    ci = report["ci"]
+    reasons: dict[str, str] = report["reasons"]
+    main = Table(title="Judge agreement with human labels (positive class: fail)")
+    for col in ("metric", "value", "95% CI", "note"):
+        main.add_column(col)
+    for key in ("accuracy", "cohen_kappa", "tpr", "tnr", "precision", "recall", "f1",
+                "human_fail_rate", "judge_fail_rate", "key_agreement", "evidence_agreement"):
+        main.add_row(key, _fmt(report[key]), _ci(ci.get(key)), reasons.get(key, ""))
+    cpr = report["corrected_pass_rate"]
+    main.add_row("corrected_pass_rate", _fmt(cpr["estimate"] if cpr else None),
+                 _ci(cpr["ci"] if cpr else None), reasons.get("corrected_pass_rate", ""))
+    console.print(main)
+    c = report["confusion"]
+    console.print(
+        f"items {report['n_items']}  unscored {report['n_unscored']}  tied {report['n_tied']}"
+        f"  unsure {report['n_unsure']}  judged {report['n_judged']}"
+        f"  |  confusion tp {c['tp']} fp {c['fp']} fn {c['fn']} tn {c['tn']}"
+        f"  |  {report['ci_method']}, {report['n_boot']} resamples, seed {report['seed']}")
+    for name, groups in report["breakdowns"].items():
+        if not groups:
+            continue
+        table = Table(title=f"by {name}")
+        for col in ("group", "n", "accuracy", "kappa", "tpr", "tnr", "corrected pass rate"):
+            table.add_column(col)
+        for group, m in groups.items():
+            gcpr = m["corrected_pass_rate"]
+            table.add_row(group, str(m["n_items"]), _fmt(m["accuracy"]), _fmt(m["cohen_kappa"]),
+                          _fmt(m["tpr"]), _fmt(m["tnr"]), _fmt(gcpr["estimate"] if gcpr else None))
+        console.print(table)
+    hh = report["human_human"]
+    if hh is None:
+        console.print(f"human–human: {reasons.get('human_human', '—')}")
+    else:
+        console.print(
+            f"human–human: {hh['n_items']} items, {hh['n_annotators']} annotators, "
+            f"percent agreement {_fmt(hh['percent_agreement'])}, "
+            f"cohen_kappa {_fmt(hh['cohen_kappa'])}, "
+            f"krippendorff_alpha {_fmt(hh['krippendorff_alpha'])}")
