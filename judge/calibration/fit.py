@@ -1,7 +1,8 @@
 """Fit a calibrator from raw judge confidence to P(judge agrees with the human reference).
 
 Two methods, both monotone non-decreasing in the raw confidence:
-- isotonic: scikit-learn `IsotonicRegression` (clipped to [0, 1], flat outside the data);
+- isotonic: scikit-learn `IsotonicRegression`, flat outside the data, its outputs kept
+  1/(n+2) away from 0 and 1;
 - platt: a logistic curve sigmoid(coef * conf + intercept) fitted by `LogisticRegression`.
 The method with the lower cross-validated log loss wins. The out-of-fold predictions of the
 winner are kept: metrics and the routing threshold are computed on them, never on the data
@@ -66,9 +67,12 @@ def fit_isotonic(conf: ArrayLike, agreed: ArrayLike) -> IsotonicCalibrator:
         raise ValueError("cannot fit a calibrator on no items")
     iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
     iso.fit(x, y)
+    # A finite sample never shows certainty: keep outputs 1/(n+2) away from 0 and 1, so one
+    # held-out surprise costs a bounded log loss instead of 34 nats.
+    margin = 1.0 / (x.size + 2.0)
     return IsotonicCalibrator(
         x_thresholds=[float(v) for v in iso.X_thresholds_],
-        y_thresholds=[float(v) for v in iso.y_thresholds_],
+        y_thresholds=[float(v) for v in np.clip(iso.y_thresholds_, margin, 1.0 - margin)],
     )
 
 

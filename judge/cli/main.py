@@ -5,8 +5,12 @@ from __future__ import annotations
 import typer
 
 from judge.cli import agreement as agreement_cmd
+from judge.cli import calibrate as calibrate_cmd
+from judge.cli import check as check_cmd
 from judge.cli import importers as importers_cmd
+from judge.cli import ledger as ledger_cmd
 from judge.cli import schema as schema_cmd
+from judge.cli import validate as validate_cmd
 
 app = typer.Typer(
     name="judge",
@@ -26,7 +30,11 @@ app.command("schema")(schema_cmd.schema)
 
 # Sub-apps and commands register below, one line each (keep this list sorted by group).
 app.command("agreement")(agreement_cmd.agreement)
+app.command("calibrate")(calibrate_cmd.calibrate)
+app.command("check")(check_cmd.check)
 app.add_typer(importers_cmd.app, name="import")
+app.command("ledger")(ledger_cmd.ledger)
+app.command("validate")(validate_cmd.validate)
 
 
 def main() -> None:
