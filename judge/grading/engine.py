@@ -1,0 +1,254 @@
+"""The grading engine: items in, exactly one verdict per item out, in item order.
+
+For each item: render the request → look it up in the call cache (a hit makes no provider
+call) → else (replay-only: unscored) call the provider with retries, backoff and the rate
+limit → store the call → validate the verdict; an invalid one is re-asked once with the
+validation error (that call is cached too); still invalid → unscored with the reason and
+the raw completion kept. Any failure of one item ends that item unscored with a reason and
+never stops the others.
+
+Concurrency: a fixed pool of `concurrency` workers over the item list, so at most that many
+requests are in flight and no per-item task is created; cached items never wait on I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge.formats import Verdict
+from judge.grading.keys import KeyMaker
+from judge.items import Item
+from judge.prompts import Prompt, Redaction, reask, render
+from judge.providers.base import (
+    CallCache,
+    CallRecord,
+    JudgeRequest,
+    ModelParams,
+    Provider,
+    ProviderFailure,
+    ProviderResponse,
+)
+from judge.providers.ratelimit import RateLimiter
+from judge.providers.retry import generate_with_retries
+from judge.verdicts import VerdictInvalid, parse_verdict, unscored
+
+REPLAY_MISS = "not in cache (replay-only)"
+
+
+@dataclass
+class GradingStats:
+    """What one grading run did; filled as it goes (pass one in to read it afterwards)."""
+
+    items: int = 0
+    provider_calls: int = 0  # requests that reached the provider (first attempts + retries)
+    cache_hits: int = 0
+    reasks: int = 0
+    unscored: int = 0
+    failures: int = 0  # items whose provider call failed for good
+    usage: dict[str, int] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": self.items, "provider_calls": self.provider_calls,
+                "cache_hits": self.cache_hits, "reasks": self.reasks,
+                "unscored": self.unscored, "failures": self.failures,
+                "usage": dict(self.usage), "elapsed_s": round(self.elapsed_s, 3)}
+
+
+class _Miss(Exception):
+    """Replay-only and the call is not cached."""
+
+
+class _Run:
+    """The shared state of one `grade_items` call."""
+
+    def __init__(self, prompt: Prompt, provider: Provider, cache: CallCache,
+                 params: ModelParams, retries: int, limiter: RateLimiter | None,
+                 replay_only: bool, redaction: Redaction | None, base_delay: float,
+                 stats: GradingStats) -> None:
+        self.prompt = prompt
+        self.provider = provider
+        self.cache = cache
+        self.params = params
+        self.retries = retries
+        self.limiter = limiter
+        self.replay_only = replay_only
+        self.redaction = redaction
+        self.base_delay = base_delay
+        self.stats = stats
+        self.spec = provider.spec
+        self.keys: KeyMaker | None = None
+        self.base_meta: dict[str, Any] = {"display_name": provider.display_name}
+        self.stamp = {"rubric": prompt.rubric, "prompt_version": prompt.version,
+                      "prompt_hash": prompt.hash, "model": provider.spec}
+
+    def key_of(self, request: JudgeRequest) -> str:
+        if self.keys is None:  # the schema comes with the first rendered request
+            self.keys = KeyMaker(self.prompt.hash, self.spec, self.params, request.schema,
+                                 request.schema_name)
+        return self.keys.key(request)
+
+    async def call(self, request: JudgeRequest) -> tuple[str, bool]:
+        """The completion text for `request` and whether it came from the cache."""
+        key = self.key_of(request)
+        rec = self.cache.get(key)
+        if rec is not None:
+            self.stats.cache_hits += 1
+            return rec.response_text, True
+        if self.replay_only:
+            raise _Miss
+        resp = await self._generate(request)
+        self.cache.put(CallRecord(
+            cache_key=key, item_id=request.item_id, prompt_hash=self.prompt.hash,
+            model=self.spec, params=self.params.to_dict(),
+            request={"system": request.system, "messages": list(request.messages),
+                     "schema_name": request.schema_name, "schema": request.schema},
+            response_text=resp.text, usage=resp.usage, latency_s=resp.latency_s,
+            raw={"served_by": resp.model} if resp.model != self.spec else {},
+        ))
+        usage = self.stats.usage
+        for k, v in resp.usage.items():
+            usage[k] = usage.get(k, 0) + v
+        return resp.text, False
+
+    async def _generate(self, request: JudgeRequest) -> ProviderResponse:
+        provider = self.provider
+        if not provider.remote:  # local providers: no network, no retries, no rate limit
+            self.stats.provider_calls += 1
+            return await provider.generate(request)
+        resp, _ = await generate_with_retries(
+            _Counting(provider, self.stats), request, retries=self.retries,
+            base_delay=self.base_delay, limiter=self.limiter)
+        return resp
+
+    async def grade(self, item: Item) -> Verdict:
+        try:
+            return await self._grade(item)
+        except _Miss:
+            return self._unscored(item, REPLAY_MISS, None)
+        except ProviderFailure as exc:
+            self.stats.failures += 1
+            what = f"HTTP {exc.status}: " if exc.status else ""
+            attempts = getattr(exc, "attempts", None)
+            tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+            return self._unscored(item, f"provider failed{tries}: {what}{exc}", None)
+        except Exception as exc:  # one item's failure never stops the others
+            self.stats.failures += 1
+            return self._unscored(item, f"grading error: {type(exc).__name__}: {exc}", None)
+
+    async def _grade(self, item: Item) -> Verdict:
+        request = render(self.prompt, item, self.params, self.redaction)
+        text, cached = await self.call(request)
+        try:
+            verdict = parse_verdict(text, item, self.prompt, self.spec)
+            return self._finish(item, verdict, {"cached": cached})
+        except VerdictInvalid as first:
+            self.stats.reasks += 1
+            again = reask(request, text, first.reason)
+            text2, cached2 = await self.call(again)
+            try:
+                verdict = parse_verdict(text2, item, self.prompt, self.spec)
+            except VerdictInvalid as second:
+                return self._unscored(
+                    item, f"invalid verdict after re-ask: {second.reason} "
+                          f"(first answer: {first.reason})", text2)
+            return self._finish(item, verdict, {"cached": cached and cached2, "reasked": True,
+                                                "reask_reason": first.reason})
+
+    def _finish(self, item: Item, verdict: Verdict, extra: dict[str, Any]) -> Verdict:
+        meta = {**verdict.metadata, **self.base_meta, **extra}
+        if verdict.violated_key:
+            entry = key_entry(item, verdict.violated_key)
+            if entry is not None:
+                meta["key_class"] = entry.get("class")
+                meta["key_sensitivity"] = entry.get("sensitivity")
+        update: dict[str, Any] = {k: v for k, v in self.stamp.items()
+                                  if getattr(verdict, k) is None}
+        update["metadata"] = meta
+        return verdict.model_copy(update=update)
+
+    def _unscored(self, item: Item, reason: str, raw: str | None) -> Verdict:
+        self.stats.unscored += 1
+        v = unscored(item, self.prompt, self.spec, reason, raw)
+        return self._finish(item, v, {})
+
+
+class _Counting(Provider):
+    """Counts every attempt that reaches the provider (retries included)."""
+
+    def __init__(self, inner: Provider, stats: GradingStats) -> None:
+        self.inner = inner
+        self.stats = stats
+        self.spec = inner.spec
+        self.display_name = inner.display_name
+        self.remote = inner.remote
+
+    async def generate(self, request: JudgeRequest) -> ProviderResponse:
+        self.stats.provider_calls += 1
+        return await self.inner.generate(request)
+
+
+def key_entry(item: Item, key: str) -> dict[str, Any] | None:
+    """The ledger entry (any status, else a superseded value) of `key` in the item's snapshot."""
+    for status in ("active", "completed", "revoked", "failed", "expired", "superseded"):
+        for e in item.ledger.get(status, ()):
+            if isinstance(e, dict) and e.get("key") == key:
+                return e
+    return None
+
+
+async def grade_items(
+    items: Sequence[Item],
+    prompt: Prompt,
+    provider: Provider,
+    cache: CallCache,
+    *,
+    params: ModelParams,
+    concurrency: int,
+    rpm: float | None,
+    retries: int,
+    replay_only: bool = False,
+    on_result: Callable[[Verdict], None] | None = None,
+    redaction: Redaction | None = None,
+    stats: GradingStats | None = None,
+    retry_base_delay: float = 0.5,
+) -> list[Verdict]:
+    """Grade every item; the result has exactly one verdict per item, in item order."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    stats = stats if stats is not None else GradingStats()
+    stats.items += len(items)
+    started = time.perf_counter()
+    limiter = RateLimiter(rpm) if rpm and provider.remote else None
+    run = _Run(prompt, provider, cache, params, retries, limiter, replay_only, redaction,
+               retry_base_delay, stats)
+    results: list[Verdict | None] = [None] * len(items)
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < len(items):
+            i = next_index
+            next_index += 1
+            verdict = await run.grade(items[i])
+            results[i] = verdict
+            if on_result is not None:
+                on_result(verdict)
+
+    n_workers = min(concurrency, len(items)) if provider.remote else min(1, len(items))
+    await asyncio.gather(*(worker() for _ in range(n_workers)))
+    stats.elapsed_s += time.perf_counter() - started
+    out: list[Verdict] = []
+    for i, v in enumerate(results):  # defensive: no item is ever lost
+        out.append(v if v is not None else run._unscored(items[i], "not graded", None))
+    return out
+
+
+def grade_items_sync(items: Sequence[Item], prompt: Prompt, provider: Provider,
+                     cache: CallCache, **kwargs: Any) -> list[Verdict]:
+    """`grade_items` from synchronous code (runs its own event loop)."""
+    return asyncio.run(grade_items(items, prompt, provider, cache, **kwargs))
