@@ -1,0 +1,75 @@
+"""The shape of a check: `on_event(event, ctx)` per event, `finish(ctx)` at the end.
+
+Each check keeps at most `MAX_FINDINGS` failures (the rest are counted, not stored) so a
+runaway trace cannot grow memory. A configured check that found nothing reports one passed
+finding, so every report says what was checked.
+"""
+
+from __future__ import annotations
+
+from judge.checks.context import CheckContext
+from judge.checks.report import Finding
+from judge.ledger.scenario import Sensitivity, Severity
+from judge.trace.model import Event
+
+MAX_FINDINGS = 100
+
+SEVERITY_OF_SENSITIVITY: dict[Sensitivity, Severity] = {
+    Sensitivity.SAFETY_CRITICAL: Severity.UNSAFE,
+    Sensitivity.COSTLY: Severity.COSTLY,
+    Sensitivity.NORMAL: Severity.TASK_QUALITY,
+}
+
+
+def where(turn: int | None, seq: int | None) -> str:
+    if seq is None:
+        return f"at turn {turn}" if turn is not None else "over the trace"
+    return f"at turn {turn} (seq {seq})"
+
+
+class Check:
+    """Base class; subclasses set `name` and `severity`, override the hooks."""
+
+    name = "check"
+    severity = Severity.TASK_QUALITY
+    safety_critical = False
+
+    def __init__(self, ctx: CheckContext) -> None:
+        self.findings: list[Finding] = []
+        self.failed = 0
+        self.suppressed = 0
+
+    def applies(self, ctx: CheckContext) -> bool:
+        """False when the scenario configures nothing for this check."""
+        return True
+
+    def on_event(self, ev: Event, ctx: CheckContext) -> None:
+        """Look at one event (the context reflects everything before it)."""
+
+    def finish(self, ctx: CheckContext) -> None:
+        """Report what only the end of the trace can tell, and a pass if nothing failed."""
+        if not self.failed:
+            self.passed(self.pass_message(ctx))
+
+    def pass_message(self, ctx: CheckContext) -> str:
+        return f"{self.name}: no failure"
+
+    def fail(self, message: str, *, key: str | None = None, seq: int | None = None,
+             turn: int | None = None, severity: Severity | None = None,
+             safety_critical: bool | None = None) -> None:
+        self.failed += 1
+        if len(self.findings) >= MAX_FINDINGS:
+            self.suppressed += 1
+            return
+        self.findings.append(Finding(
+            check=self.name, passed=False, key=key, seq=seq, turn=turn,
+            severity=severity or self.severity,
+            safety_critical=self.safety_critical if safety_critical is None else safety_critical,
+            message=message))
+
+    def passed(self, message: str, *, key: str | None = None, seq: int | None = None,
+               turn: int | None = None, severity: Severity | None = None) -> None:
+        self.findings.append(Finding(
+            check=self.name, passed=True, key=key, seq=seq, turn=turn,
+            severity=severity or Severity.INFORMATIONAL, safety_critical=False,
+            message=message))

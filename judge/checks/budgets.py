@@ -1,0 +1,69 @@
+"""Budgets: steps (tool calls), identical calls (duplicate execution), reads after completion.
+
+All three are `costly`, never a veto: they waste money and time but decide nothing alone.
+Identical calls are counted by a hash of the canonical call (tool + sorted args), so memory
+grows with the number of *distinct* calls only. A read is a call to a tool in `read_tools`
+(or, when that list is empty, any tool not in `mutating_tools`).
+"""
+
+from __future__ import annotations
+
+from judge.checks.base import Check, where
+from judge.checks.context import CheckContext
+from judge.checks.matching import any_glob, canonical_call
+from judge.ledger.scenario import Severity
+from judge.trace.model import Event, EventKind
+
+
+class Budgets(Check):
+    name = "budget"
+    severity = Severity.COSTLY
+
+    def __init__(self, ctx: CheckContext) -> None:
+        super().__init__(ctx)
+        self.steps = 0
+        self.reads_after = 0
+        self.counts: dict[int, int] = {}
+        self._exempt: dict[str, bool] = {}
+
+    def applies(self, ctx: CheckContext) -> bool:
+        b = ctx.rules.budgets
+        return (b.max_steps is not None or b.max_identical_calls is not None
+                or b.max_reads_after_completion is not None)
+
+    def on_event(self, ev: Event, ctx: CheckContext) -> None:
+        if ev.kind is not EventKind.TOOL_CALL:
+            return
+        b = ctx.rules.budgets
+        tool = ev.tool or ""
+        self.steps += 1
+        if b.max_steps is not None and self.steps == b.max_steps + 1:
+            self.fail(f"step budget of {b.max_steps} tool calls exceeded by `{tool}` "
+                      f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
+        if b.max_identical_calls is not None:
+            exempt = self._exempt.get(tool)
+            if exempt is None:
+                exempt = self._exempt[tool] = any_glob(tool, b.identical_exempt)
+            if not exempt:
+                h = canonical_call(tool, ev.args)
+                n = self.counts.get(h, 0) + 1
+                self.counts[h] = n
+                if n == b.max_identical_calls + 1:
+                    self.fail(f"identical `{tool}` call repeated {n} times (budget "
+                              f"{b.max_identical_calls}) {where(ev.turn, ev.seq)}",
+                              seq=ev.seq, turn=ev.turn)
+        if b.max_reads_after_completion is not None and ctx.complete and self._is_read(tool, ctx):
+            self.reads_after += 1
+            if self.reads_after == b.max_reads_after_completion + 1:
+                self.fail(f"{self.reads_after} reads after completion (budget "
+                          f"{b.max_reads_after_completion}), `{tool}` "
+                          f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
+
+    @staticmethod
+    def _is_read(tool: str, ctx: CheckContext) -> bool:
+        if ctx.rules.read_tools:
+            return any_glob(tool, ctx.rules.read_tools)
+        return not any_glob(tool, ctx.rules.mutating_tools)
+
+    def pass_message(self, ctx: CheckContext) -> str:
+        return f"within budgets ({self.steps} tool calls)"

@@ -1,0 +1,177 @@
+"""Small pure helpers shared by the checks: globs, dotted paths, matchers, phrases.
+
+Equality is JSON-strict: `True` never equals `1`, and `"42"` never equals `42`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from typing import Any
+
+from judge.ledger.reducer import Entry, LedgerSnapshot
+from judge.ledger.scenario import ArgMatcher, ResultMatcher
+
+MISSING: Any = object()
+
+
+@lru_cache(maxsize=4096)
+def glob_match(name: str, pattern: str) -> bool:
+    """A tool name against a glob (`*`, `?`, `[...]`); a plain name must match exactly."""
+    return fnmatchcase(name, pattern)
+
+
+def any_glob(name: str, patterns: list[str] | tuple[str, ...]) -> bool:
+    return any(glob_match(name, p) for p in patterns)
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """The value at a dotted path (`a.b.0.c`); `MISSING` when absent. Empty path = obj."""
+    if not path:
+        return obj
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict):
+            if part not in cur:
+                return MISSING
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit():
+            i = int(part)
+            if not -len(cur) <= i < len(cur):
+                return MISSING
+            cur = cur[i]
+        else:
+            return MISSING
+    return cur
+
+
+def json_eq(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: booleans are not numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_eq(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_eq(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def json_in(value: Any, items: Any) -> bool:
+    if not isinstance(items, list | tuple):
+        return json_eq(value, items)
+    return any(json_eq(value, x) for x in items)
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def regex_search(pattern: str, text: str) -> bool:
+    return _regex(pattern).search(text) is not None
+
+
+def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> bool:
+    """Does one argument matcher hold for a call's args, against the ledger at its turn?
+
+    A ledger test whose key holds no value at that turn never matches (no rule applies).
+    """
+    v = get_path(args, m.path)
+    if m.exists is not None:
+        return (v is not MISSING) is m.exists
+    if v is MISSING:
+        return False
+    if m.equals is not None:
+        return json_eq(v, m.equals)
+    if m.not_equals is not None:
+        return not json_eq(v, m.not_equals)
+    if m.in_ is not None:
+        return json_in(v, m.in_)
+    if m.not_in is not None:
+        return not json_in(v, m.not_in)
+    if m.matches is not None:
+        return isinstance(v, str) and regex_search(m.matches, v)
+    key = m.equals_key or m.in_key or m.not_in_key
+    assert key is not None
+    held = ledger.value(key, MISSING)
+    if held is MISSING or held is None:
+        return False
+    if m.equals_key is not None:
+        return json_eq(v, held)
+    if m.in_key is not None:
+        return json_in(v, held)
+    return not json_in(v, held)
+
+
+def result_matches(m: ResultMatcher, result: Any) -> bool:
+    v = get_path(result, m.path)
+    if m.exists is not None:
+        return (v is not MISSING) is m.exists
+    if v is MISSING:
+        return False
+    if m.equals is not None:
+        return json_eq(v, m.equals)
+    if m.in_ is not None:
+        return json_in(v, m.in_)
+    if m.matches is not None:
+        text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        return regex_search(m.matches, text)
+    return True
+
+
+def iter_scalars(obj: Any, limit: int = 10_000) -> Iterator[str | int | float]:
+    """Strings and numbers (not booleans) nested anywhere in `obj`, at most `limit`."""
+    stack = [obj]
+    n = 0
+    while stack and n < limit:
+        cur = stack.pop()
+        if isinstance(cur, str) or (isinstance(cur, int | float) and not isinstance(cur, bool)):
+            n += 1
+            yield cur
+        elif isinstance(cur, dict):
+            stack.extend(cur.values())
+        elif isinstance(cur, list | tuple):
+            stack.extend(cur)
+
+
+def is_scalar(v: Any) -> bool:
+    return isinstance(v, str) or (isinstance(v, int | float) and not isinstance(v, bool))
+
+
+@lru_cache(maxsize=4096)
+def _phrase_re(phrase: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", re.IGNORECASE)
+
+
+def has_phrase(text: str, phrase: str) -> bool:
+    """Whole-word, case-insensitive: `CA` is found in "ship to CA." but not in "CAT"."""
+    return bool(phrase) and _phrase_re(phrase).search(text) is not None
+
+
+def value_phrases(value: Any) -> list[str]:
+    """How a value may appear in text: a scalar as itself; a list as all its scalars."""
+    if is_scalar(value):
+        return [str(value)]
+    if isinstance(value, list) and value and all(is_scalar(x) for x in value):
+        return [str(x) for x in value]
+    return []
+
+
+def carries(text: str, entry: Entry) -> bool:
+    """Does `text` carry the entry: one of its aliases, or its whole current value?"""
+    if any(has_phrase(text, a) for a in entry.aliases):
+        return True
+    phrases = value_phrases(entry.value)
+    return bool(phrases) and all(has_phrase(text, p) for p in phrases)
+
+
+def canonical_call(tool: str, args: dict[str, Any] | None) -> int:
+    """A hash identifying a call by tool and arguments (key order does not matter)."""
+    try:
+        body = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        body = repr(args)
+    return hash((tool, body))

@@ -1,0 +1,34 @@
+"""`judge validate SCENARIO...`: every cross-reference of each scenario, one line a problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from judge.checks import validate_scenario
+from judge.cli.common import warn
+from judge.errors import InputError
+from judge.ledger.loader import load_scenario
+
+
+def validate(
+    scenarios: list[Path] = typer.Argument(..., help="scenario.yaml files or directories"),
+) -> None:
+    """Check keys, tools, regexes and rubric names of scenarios: exit 0 valid, 2 problems."""
+    problems = 0
+    for path in scenarios:
+        try:
+            loaded = load_scenario(path)
+        except InputError as exc:
+            warn(f"error: {exc.message}")
+            problems += 1
+            continue
+        found = validate_scenario(loaded)
+        for err in found:
+            warn(f"error: {err.message}")
+        problems += len(found)
+        if not found:
+            typer.echo(f"{loaded.file}: ok ({loaded.scenario.id})")
+    if problems:
+        raise typer.Exit(2)
