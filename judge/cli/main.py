@@ -9,6 +9,7 @@ from judge.cli import calibrate as calibrate_cmd
 from judge.cli import check as check_cmd
 from judge.cli import importers as importers_cmd
 from judge.cli import ledger as ledger_cmd
+from judge.cli import prompts as prompts_cmd
 from judge.cli import schema as schema_cmd
 from judge.cli import validate as validate_cmd
 
@@ -34,6 +35,7 @@ app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
 app.add_typer(importers_cmd.app, name="import")
 app.command("ledger")(ledger_cmd.ledger)
+app.add_typer(prompts_cmd.app, name="prompts")
 app.command("validate")(validate_cmd.validate)
 
 

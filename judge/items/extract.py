@@ -129,6 +129,8 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
         keys = frozenset(e["key"] for s in ("active", "completed", "revoked", "failed",
                                              "expired") for e in ledger.get(s, []))
         sc = _safety_critical(loaded, kind, dicts[index], ledger)
+        mutating = kind == "tool_call" and any(
+            fnmatchcase(ev.tool or "", g) for g in loaded.scenario.rules.mutating_tools)
         item_kind: ItemKind = "tool_call" if kind == "tool_call" else "summary"
         for name in names:
             items.append(Item(
@@ -136,6 +138,6 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
                 seq=ev.seq, turn=ev.turn, rubric=name, kind=item_kind, goal=goal,
                 ledger=ledger, events=sl, target=target, ledger_keys=keys,
                 slice_seqs=frozenset(d["seq"] for d in sl), safety_critical=sc,
-                candidate=candidate,
+                candidate=candidate, mutating=mutating,
             ))
     return items

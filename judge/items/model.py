@@ -31,6 +31,7 @@ class Item:
     slice_seqs: frozenset[int]
     safety_critical: bool = False
     candidate: dict[str, Any] | None = None  # stored, NEVER rendered
+    mutating: bool = False  # the target is a tool the scenario lists as mutating
 
     def __hash__(self) -> int:
         return hash(self.item_id)
@@ -42,6 +43,7 @@ class Item:
             "ledger": self.ledger, "events": list(self.events), "target": self.target,
             "ledger_keys": sorted(self.ledger_keys), "slice_seqs": sorted(self.slice_seqs),
             "safety_critical": self.safety_critical, "candidate": self.candidate or {},
+            "mutating": self.mutating,
         }
 
     @classmethod
@@ -52,7 +54,7 @@ class Item:
             ledger=dict(d["ledger"]), events=tuple(d["events"]), target=dict(d["target"]),
             ledger_keys=frozenset(d["ledger_keys"]), slice_seqs=frozenset(d["slice_seqs"]),
             safety_critical=bool(d.get("safety_critical", False)),
-            candidate=dict(d.get("candidate") or {}),
+            candidate=dict(d.get("candidate") or {}), mutating=bool(d.get("mutating", False)),
         )
 
     # Convenience views over the ledger snapshot, for rules and providers.

@@ -1,0 +1,61 @@
+"""`judge prompts list|show|diff`: the versioned prompt files and their identities."""
+
+from __future__ import annotations
+
+import difflib
+
+import typer
+
+from judge.cli.common import cli_errors
+from judge.prompts.files import list_prompts, load_prompt, prompts_root
+
+app = typer.Typer(help="Versioned judge prompts: list, show, diff.", no_args_is_help=True,
+                  add_completion=False)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Every prompt: rubric, version, hash and description."""
+    with cli_errors():
+        prompts = list_prompts()
+    if not prompts:
+        typer.echo(f"no prompt files under {prompts_root()}")
+        return
+    width = max(len(p.rubric) for p in prompts)
+    for p in prompts:
+        typer.echo(f"{p.rubric:<{width}}  {p.version:<4}  {p.hash}  {p.description}")
+
+
+@app.command("show")
+def show_cmd(
+    rubric: str = typer.Argument(..., help="rubric name, e.g. scope_fidelity"),
+    version: str | None = typer.Option(None, "--version", "-v",
+                                       help="prompt version (default: the highest)"),
+) -> None:
+    """Print one prompt file with its identity."""
+    with cli_errors():
+        p = load_prompt(rubric, version)
+        text = p.path.read_text(encoding="utf-8")
+    typer.echo(f"# {p.path}  {p.hash}")
+    typer.echo(text.rstrip("\n"))
+
+
+@app.command("diff")
+def diff_cmd(
+    rubric: str = typer.Argument(..., help="rubric name"),
+    v1: str = typer.Argument(..., help="older version, e.g. v1"),
+    v2: str = typer.Argument(..., help="newer version, e.g. v2"),
+) -> None:
+    """Unified diff between two versions of a rubric's prompt, with both hashes."""
+    with cli_errors():
+        a, b = load_prompt(rubric, v1), load_prompt(rubric, v2)
+        ta = a.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        tb = b.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    typer.echo(f"# {rubric} {a.version}: {a.hash}")
+    typer.echo(f"# {rubric} {b.version}: {b.hash}")
+    diff = list(difflib.unified_diff(ta, tb, fromfile=f"{rubric}/{a.version}.md",
+                                     tofile=f"{rubric}/{b.version}.md"))
+    if not diff:
+        typer.echo("(no differences)")
+        return
+    typer.echo("".join(diff).rstrip("\n"))
