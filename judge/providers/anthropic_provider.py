@@ -21,17 +21,21 @@ RETRYABLE_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_
 
 
 def messages_body(request: JudgeRequest, model: str) -> dict[str, Any]:
-    """The /v1/messages body for `request` (also the `params` of a batch request)."""
+    """The /v1/messages body for `request` (also the `params` of a batch request).
+
+    No `temperature` or `seed`: the Messages API of the pinned SDK (anthropic 2.x) takes no
+    sampling parameters; they stay in the cache key only.
+    """
     return {
         "model": model,
         "max_tokens": request.params.max_tokens,
-        "temperature": request.params.temperature,
         "system": request.system,
         "messages": list(request.messages),
-        "tools": [{"name": request.schema_name,
+        "tools": [{"name": request.schema_name, "strict": True,
                    "description": "Record your verdict on the item.",
                    "input_schema": request.schema}],
-        "tool_choice": {"type": "tool", "name": request.schema_name},
+        "tool_choice": {"type": "tool", "name": request.schema_name,
+                        "disable_parallel_tool_use": True},
     }
 
 
