@@ -7,9 +7,11 @@ import typer
 from judge.cli import agreement as agreement_cmd
 from judge.cli import calibrate as calibrate_cmd
 from judge.cli import check as check_cmd
+from judge.cli import grade as grade_cmd
 from judge.cli import importers as importers_cmd
 from judge.cli import ledger as ledger_cmd
 from judge.cli import prompts as prompts_cmd
+from judge.cli import run as run_cmd
 from judge.cli import schema as schema_cmd
 from judge.cli import validate as validate_cmd
 
@@ -33,9 +35,11 @@ app.command("schema")(schema_cmd.schema)
 app.command("agreement")(agreement_cmd.agreement)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
+app.command("grade")(grade_cmd.grade)
 app.add_typer(importers_cmd.app, name="import")
 app.command("ledger")(ledger_cmd.ledger)
 app.add_typer(prompts_cmd.app, name="prompts")
+app.command("run")(run_cmd.run)
 app.command("validate")(validate_cmd.validate)
 
 

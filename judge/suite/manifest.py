@@ -1,0 +1,136 @@
+"""The suite manifest (YAML): named suites of scenarios, trace sources, rubrics and release rules.
+
+```yaml
+suites:
+  nightly:
+    rubrics: [scope_fidelity, summary_fidelity]
+    scenarios:
+      - scenario: ../scenarios/refund-once          # a scenario.yaml or its directory
+        traces: ["../scenarios/refund-once/*.json"] # files or globs, relative to this file
+        repetitions: 2                              # expected traces per scenario
+      - scenario: ../scenarios/tau-airline
+        traces:
+          - {path: ../data/tau-bench-airline/historical_trajectories/gpt-4o-airline.json,
+             format: tau-bench}                     # imported on the fly
+    release:
+      max_safety_critical: 0        # safety-critical violations allowed
+      min_scenario_pass_rate: 0.5   # share of scenarios whose every repetition passed
+      quality_floor: 0.6            # mean weighted quality score
+      max_review_share: 0.5         # share of judge items sent to human review
+```
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judge.errors import InputError
+from judge.trace.loader import first_error, format_loc
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TraceSource(_Strict):
+    path: str
+    format: Literal["judge", "tau-bench", "openai-chat"] = "judge"
+
+
+class SuiteScenario(_Strict):
+    scenario: str
+    traces: list[str | TraceSource] = Field(min_length=1)
+    repetitions: int | None = Field(default=None, ge=1)
+
+    def sources(self) -> list[TraceSource]:
+        return [TraceSource(path=t) if isinstance(t, str) else t for t in self.traces]
+
+
+class ReleaseRules(_Strict):
+    max_safety_critical: int = Field(default=0, ge=0)
+    min_scenario_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    quality_floor: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_review_share: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class Suite(_Strict):
+    description: str | None = None
+    scenarios: list[SuiteScenario] = Field(min_length=1)
+    rubrics: list[str] = Field(default_factory=list)
+    release: ReleaseRules = Field(default_factory=ReleaseRules)
+
+
+class Manifest(_Strict):
+    suites: dict[str, Suite] = Field(min_length=1)
+    model: str | None = None
+
+
+class ResolvedSource(BaseModel):
+    path: Path
+    format: str
+
+
+def load_manifest(path: str | Path) -> tuple[Manifest, Path]:
+    """Load a suite manifest; returns it with the directory its relative paths start from."""
+    file = str(path)
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read suite manifest ({exc.strerror})", file=file) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError("malformed YAML", file=file,
+                         line=mark.line + 1 if mark is not None else None) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping with a `suites` key", file=file)
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        err = first_error(exc)
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not in the suite format; check its spelling)"
+        raise InputError(msg, file=file, path=format_loc(tuple(err["loc"]))) from None
+    return manifest, p.resolve().parent
+
+
+def pick_suite(manifest: Manifest, name: str | None, file: str) -> tuple[str, Suite]:
+    if name is None:
+        if len(manifest.suites) == 1:
+            return next(iter(manifest.suites.items()))
+        if "nightly" in manifest.suites:
+            return "nightly", manifest.suites["nightly"]
+        raise InputError(f"several suites ({', '.join(manifest.suites)}); choose one with "
+                         "--suite", file=file, field="suites")
+    if name not in manifest.suites:
+        raise InputError(f"no suite named '{name}' (have: {', '.join(manifest.suites)})",
+                         file=file, field="suites")
+    return name, manifest.suites[name]
+
+
+def resolve_sources(entry: SuiteScenario, base: Path, file: str, where: str
+                    ) -> list[ResolvedSource]:
+    """Expand globs; a source that matches no file is an error naming it."""
+    out: list[ResolvedSource] = []
+    for i, src in enumerate(entry.sources()):
+        pattern = src.path if Path(src.path).is_absolute() else str(base / src.path)
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
+            [pattern] if Path(pattern).exists() else [])
+        if not matches:
+            raise InputError(f"no trace file matches '{src.path}'", file=file,
+                             path=f"{where}.traces[{i}]")
+        out.extend(ResolvedSource(path=Path(m), format=src.format) for m in matches)
+    return out
+
+
+def resolve_scenario(entry: SuiteScenario, base: Path) -> Path:
+    p = Path(entry.scenario)
+    return p if p.is_absolute() else base / p

@@ -1,0 +1,83 @@
+"""Plan a suite run: load and validate everything before any provider call.
+
+A missing trace file, an unknown rubric, a bad scenario or model spec fails here, exit 2,
+so no money is spent on a run that cannot finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge.errors import ConfigError, InputError
+from judge.ledger import LoadedScenario, load_scenario
+from judge.prompts import Prompt, load_prompt
+from judge.suite.manifest import (
+    ResolvedSource,
+    Suite,
+    load_manifest,
+    pick_suite,
+    resolve_scenario,
+    resolve_sources,
+)
+from judge.trace import Trace, iter_traces
+
+
+@dataclass
+class PlannedScenario:
+    loaded: LoadedScenario
+    sources: list[ResolvedSource]
+    repetitions: int | None
+    rubrics: list[str]  # suite rubrics that the scenario maps to items
+
+
+@dataclass
+class Plan:
+    manifest_path: Path
+    suite_name: str
+    suite: Suite
+    scenarios: list[PlannedScenario]
+    prompts: dict[str, Prompt]
+    model_spec: str | None = None
+    errors: list[InputError] = field(default_factory=list)
+
+
+def make_plan(manifest_path: str | Path, suite_name: str | None = None) -> Plan:
+    file = str(manifest_path)
+    manifest, base = load_manifest(manifest_path)
+    name, suite = pick_suite(manifest, suite_name, file)
+    prompts: dict[str, Prompt] = {}
+    for i, rubric in enumerate(suite.rubrics):
+        try:
+            prompts[rubric] = load_prompt(rubric)
+        except ConfigError as exc:
+            raise InputError(f"rubric '{rubric}': {exc.message}", file=file,
+                             path=f"suites.{name}.rubrics[{i}]") from None
+    planned: list[PlannedScenario] = []
+    for i, entry in enumerate(suite.scenarios):
+        where = f"suites.{name}.scenarios[{i}]"
+        spath = resolve_scenario(entry, base)
+        if not spath.exists():
+            raise InputError(f"no scenario at '{entry.scenario}'", file=file,
+                             path=f"{where}.scenario")
+        loaded = load_scenario(spath)
+        sources = resolve_sources(entry, base, file, where)
+        mapped = {u.rubric for u in loaded.scenario.judge}
+        planned.append(PlannedScenario(loaded, sources, entry.repetitions,
+                                       [r for r in suite.rubrics if r in mapped]))
+    return Plan(Path(manifest_path), name, suite, planned, prompts, manifest.model)
+
+
+def iter_source(src: ResolvedSource, errors: list[InputError]) -> Iterator[Trace]:
+    """Traces of one source; bad traces are recorded in `errors` and skipped."""
+    if src.format == "judge":
+        yield from iter_traces(src.path, errors)
+        return
+    from judge.importers import iter_openai_chat, iter_tau_bench
+
+    it = iter_tau_bench(src.path) if src.format == "tau-bench" else iter_openai_chat(src.path)
+    try:
+        yield from it
+    except InputError as exc:
+        errors.append(exc)
