@@ -1,75 +1,24 @@
 """Pair human labels with verdicts, per (rubric, prompt version, prompt hash, model).
 
-Reference label of an item (formats §4): the majority of each annotator's newest label; a tie
-leaves the item out, and a majority of `unsure` leaves it out too. Verdicts without a
-confidence or `unscored` cannot be calibrated and are counted, not used.
+Reference labels come from judge.labels (formats §4: majority of each annotator's newest
+label; ties and `unsure` references are left out). Verdicts without a confidence or
+`unscored` cannot be calibrated and are counted, not used.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
 
 from judge.calibration.metrics import FloatArray
 from judge.errors import InputError
-from judge.formats import HumanLabel, Verdict, parse_item_id
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_jsonl(path: str | Path, model: type[M]) -> list[M]:
-    """Every line of a JSONL file as `model`; errors name the file, line and field."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", file=str(p)) from exc
-    out: list[M] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(model.model_validate(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON: {exc.msg}", file=str(p), line=n) from exc
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(x) for x in err["loc"]) or None
-            raise InputError(err["msg"], file=str(p), line=n, field=where) from exc
-    return out
-
-
-def reference_labels(labels: Iterable[HumanLabel]) -> tuple[dict[str, HumanLabel], int]:
-    """item_id -> the label standing for the majority (pass/fail only); and how many tied."""
-    newest: dict[tuple[str, str], HumanLabel] = {}
-    for lab in labels:
-        key = (lab.item_id, lab.annotator)
-        old = newest.get(key)
-        if old is None or lab.created_at >= old.created_at:
-            newest[key] = lab
-    by_item: dict[str, list[HumanLabel]] = defaultdict(list)
-    for (item, _), lab in newest.items():
-        by_item[item].append(lab)
-    refs: dict[str, HumanLabel] = {}
-    tied = 0
-    for item, labs in by_item.items():
-        counts = Counter(lab.label for lab in labs).most_common()
-        if len(counts) > 1 and counts[0][1] == counts[1][1]:
-            tied += 1
-            continue
-        winner = counts[0][0]
-        if winner in ("pass", "fail"):
-            refs[item] = max((lab for lab in labs if lab.label == winner),
-                             key=lambda lab: lab.created_at)
-    return refs, tied
+from judge.formats import HumanLabel, Verdict
+from judge.labels.reference import reference_labels
+from judge.labels.report import rubric_of
 
 
 def label_set_hash(items: Iterable[tuple[str, str]]) -> str:
@@ -78,22 +27,6 @@ def label_set_hash(items: Iterable[tuple[str, str]]) -> str:
     for item, label in sorted(items):
         h.update(f"{item}\t{label}\n".encode())
     return "sha256:" + h.hexdigest()
-
-
-def rubric_of(v: Verdict) -> str:
-    if v.rubric:
-        return v.rubric
-    try:
-        return parse_item_id(v.item_id)[2]
-    except ValueError:
-        return "unknown"
-
-
-def _label_rubric(item: str) -> str:
-    try:
-        return parse_item_id(item)[2]
-    except ValueError:
-        return "unknown"
 
 
 @dataclass
@@ -131,16 +64,22 @@ def calibration_groups(
     *,
     rubric: str | None = None,
     verdicts_file: str = "<verdicts>",
+    line_numbers: Sequence[int] | None = None,
 ) -> list[CalibrationGroup]:
-    """One group per (rubric, prompt_version, prompt_hash, model) with its labelled items."""
-    refs, _ = reference_labels(labels)
+    """One group per (rubric, prompt_version, prompt_hash, model) with its labelled items.
+
+    Two verdicts for one item within a group are an InputError naming `verdicts_file` and
+    the line (`line_numbers[i]` for the i-th verdict, else its 1-based position).
+    """
+    refs = {i: r for i, r in reference_labels(labels).labels.items() if r.label != "unsure"}
     ref_by_rubric: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for item, lab in refs.items():
-        ref_by_rubric[_label_rubric(item)].append((item, lab.label))
+    for item, ref in refs.items():
+        ref_by_rubric[rubric_of(item)].append((item, ref.label))
     groups: dict[tuple[str, str, str | None, str], CalibrationGroup] = {}
     seen: set[tuple[str, str, str | None, str, str]] = set()
-    for n, v in enumerate(verdicts, start=1):
-        r = rubric_of(v)
+    for pos, v in enumerate(verdicts):
+        n = line_numbers[pos] if line_numbers is not None else pos + 1
+        r = rubric_of(v.item_id, v)
         if rubric is not None and r != rubric:
             continue
         key = (r, v.prompt_version or "unversioned", v.prompt_hash, v.model or "unknown")
@@ -152,9 +91,9 @@ def calibration_groups(
         g = groups.get(key)
         if g is None:
             g = groups[key] = CalibrationGroup(*key)
-        ref = refs.get(v.item_id)
-        if ref is None:
+        if v.item_id not in refs:
             continue
+        ref = refs[v.item_id]
         if v.label == "unscored":
             g.n_unscored += 1
             continue

@@ -20,12 +20,13 @@ from pathlib import Path
 import typer
 
 from judge.calibration.build import MIN_PER_CLASS, TooFewLabelsError, build_record
-from judge.calibration.pairs import calibration_groups, read_jsonl, reference_labels
+from judge.calibration.pairs import calibration_groups
 from judge.calibration.record import CalibrationRecord, load_records
 from judge.calibration.staleness import Current, stale_rubrics
 from judge.cli.common import cli_errors, die
 from judge.errors import ConfigError, InputError
-from judge.formats import HumanLabel, Verdict, parse_item_id
+from judge.labels import iter_verdicts, read_labels, reference_labels
+from judge.labels.report import rubric_of
 
 DEFAULT_ROOT = Path("calibration")
 
@@ -78,9 +79,12 @@ def calibrate_files(
     min_per_class: int = MIN_PER_CLASS,
 ) -> list[CalibrationRecord]:
     """One record per (rubric, prompt, model) in the verdicts; every refusal raised together."""
-    labs = read_jsonl(labels, HumanLabel)
-    verds = read_jsonl(verdicts, Verdict)
-    groups = calibration_groups(labs, verds, rubric=rubric, verdicts_file=str(verdicts))
+    labs = read_labels(labels)
+    numbered = list(iter_verdicts(verdicts))
+    groups = calibration_groups(
+        labs, [v for _, v in numbered], rubric=rubric, verdicts_file=str(verdicts),
+        line_numbers=[n for n, _ in numbered],
+    )
     if not groups:
         what = f"no verdict of rubric '{rubric}'" if rubric else "no verdicts"
         raise InputError(what, file=str(verdicts))
@@ -150,14 +154,8 @@ def _current_prompts(model: str, rubric: str | None) -> list[Current]:
 
 
 def _label_counts(labels: Path) -> dict[str, int]:
-    refs, _ = reference_labels(read_jsonl(labels, HumanLabel))
-    counts: Counter[str] = Counter()
-    for item in refs:
-        try:
-            counts[parse_item_id(item)[2]] += 1
-        except ValueError:
-            continue
-    return dict(counts)
+    refs = reference_labels(read_labels(labels)).labels
+    return dict(Counter(rubric_of(i) for i, r in refs.items() if r.label != "unsure"))
 
 
 def _check(

@@ -1,0 +1,132 @@
+"""`judge calibrate`: file mode, refusals, bad input, and --check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from calibration_data import MODEL, synth, write_files, write_jsonl
+from typer.testing import CliRunner
+
+from judge.calibration import load_records
+from judge.cli.main import app
+
+REPO_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_file_mode_prints_and_writes_record(tmp_path: Path) -> None:
+    labels, verdicts = write_files(tmp_path, 400)
+    code, out, err = run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts),
+                         "-o", str(tmp_path / "cal"))
+    assert code == 0, err
+    rec = json.loads(out)  # a single record: one JSON object
+    assert rec["rubric"] == "scope_fidelity" and rec["model"] == MODEL
+    assert rec["n"] == 400 and rec["prompt_hash"] == "sha256:abc"
+    assert rec["label_set_hash"].startswith("sha256:")
+    assert rec["method"] in ("isotonic", "platt")
+    assert 0 < rec["expected_review_share"] < 1 and rec["threshold"] is not None
+    path = tmp_path / "cal" / "scope_fidelity" / "v2__openai-gpt-4.1-mini.json"
+    assert json.loads(path.read_text()) == rec
+    assert load_records(tmp_path / "cal")[0].threshold == rec["threshold"]
+
+
+def test_text_format_and_target(tmp_path: Path) -> None:
+    labels, verdicts = write_files(tmp_path, 400)
+    code, out, _ = run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts),
+                       "--format", "text", "--target", "0.9")
+    assert code == 0
+    assert "threshold" in out and "expected review share" in out and "target 0.9" in out
+    _, strict, _ = run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts),
+                       "--target", "0.97")
+    _, lax, _ = run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts),
+                    "--target", "0.9")
+    strict_share = json.loads(strict)["expected_review_share"]
+    assert json.loads(lax)["expected_review_share"] < strict_share
+
+
+def test_one_record_per_prompt_version(tmp_path: Path) -> None:
+    labels, v1 = synth(300, prompt_version="v1", prompt_hash="h1", seed=1)
+    _, v2 = synth(300, prompt_version="v2", prompt_hash="h2", seed=1)
+    write_jsonl(tmp_path / "l.jsonl", labels)
+    write_jsonl(tmp_path / "v.jsonl", v1 + v2)
+    code, out, err = run("calibrate", "--labels", str(tmp_path / "l.jsonl"),
+                         "--verdicts", str(tmp_path / "v.jsonl"))
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["prompt_version"] for r in records] == ["v1", "v2"]
+    code, out, _ = run("calibrate", "--labels", str(tmp_path / "l.jsonl"),
+                       "--verdicts", str(tmp_path / "v.jsonl"), "--rubric", "other")
+    assert code == 2
+
+
+def test_too_few_labels_refused_with_how_many_more(tmp_path: Path) -> None:
+    labels, verdicts = write_files(tmp_path, 200, n_fail=25)
+    code, out, err = run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts))
+    assert code == 2 and out == ""
+    assert "25 human-fail (need 5 more)" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("case", ["bad_label", "no_shared", "duplicate", "missing_file"])
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, case: str) -> None:
+    labels, verdicts = synth(100)
+    if case == "bad_label":
+        labels[7]["label"] = "maybe"
+    elif case == "no_shared":
+        for v in verdicts:
+            v["item_id"] = v["item_id"].replace("t", "x", 1)
+    elif case == "duplicate":
+        verdicts.append(dict(verdicts[3]))
+    lpath = write_jsonl(tmp_path / "l.jsonl", labels)
+    vpath = write_jsonl(tmp_path / "v.jsonl", verdicts)
+    if case == "missing_file":
+        lpath = tmp_path / "absent.jsonl"
+    code, _, err = run("calibrate", "--labels", str(lpath), "--verdicts", str(vpath))
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    expect = {"bad_label": "l.jsonl:8", "no_shared": "share no item",
+              "duplicate": "v.jsonl:101", "missing_file": "absent.jsonl"}[case]
+    assert expect in err
+
+
+def test_check_lists_stale_rubrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts = tmp_path / "prompts"
+    (prompts / "scope_fidelity").mkdir(parents=True)
+    shutil.copy(REPO_PROMPTS / "scope_fidelity" / "v1.md", prompts / "scope_fidelity" / "v1.md")
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(prompts))
+    from judge.prompts.files import load_prompt
+
+    current = load_prompt("scope_fidelity")
+    cal = tmp_path / "cal"
+    # nothing calibrated yet: stale
+    code, out, _ = run("calibrate", "--check", "-o", str(cal), "--model", MODEL)
+    assert code == 1 and "scope_fidelity" in out
+    labels, verdicts = write_files(tmp_path, 300, prompt_version=current.version,
+                                   prompt_hash=current.hash)
+    assert run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts),
+               "-o", str(cal))[0] == 0
+    code, out, _ = run("calibrate", "--check", "-o", str(cal), "--model", MODEL,
+                       "--labels", str(labels))
+    assert code == 0, out
+    # the model from settings (JUDGE_MODEL) when --model is absent
+    monkeypatch.setenv("JUDGE_MODEL", "anthropic:claude-haiku-4-5")
+    code, out, _ = run("calibrate", "--check", "-o", str(cal))
+    assert code == 1 and "anthropic:claude-haiku-4-5" in out
+    # labels grew by more than 20%
+    more, _ = synth(400, prompt_version=current.version, prompt_hash=current.hash)
+    write_jsonl(tmp_path / "more.jsonl", more)
+    code, out, _ = run("calibrate", "--check", "-o", str(cal), "--model", MODEL,
+                       "--labels", str(tmp_path / "more.jsonl"))
+    assert code == 1 and "300 to 400" in out
+    # a new prompt version: stale until recalibrated
+    text = (prompts / "scope_fidelity" / "v1.md").read_text()
+    (prompts / "scope_fidelity" / "v2.md").write_text(
+        text.replace("version: v1", "version: v2") + "\nBe strict.\n")
+    code, out, _ = run("calibrate", "--check", "-o", str(cal), "--model", MODEL)
+    assert code == 1 and "prompt v2" in out
