@@ -34,7 +34,7 @@ def test_judge_config_names_the_file(tmp_path: Path) -> None:
     cfg.write_text("[judge]\nconcurrency = 7\n")
     s = Settings.load(environ={"JUDGE_CONFIG": str(cfg)}, cwd=tmp_path / "nope")
     assert s.concurrency == 7
-    with pytest.raises(ConfigError, match="missing.toml: config file not found"):
+    with pytest.raises(ConfigError, match=r"missing\.toml: config file not found"):
         Settings.load(environ={"JUDGE_CONFIG": str(tmp_path / "missing.toml")})
 
 
