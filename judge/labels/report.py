@@ -124,7 +124,7 @@ def agreement_report(
         raise InputError("labels and verdicts share no item (compare their item_id values)",
                          field="item_id")
     pairs = [(refs.labels[i], by_item[i]) for i in items]
-    all_verdicts = list(by_item.values())
+    all_verdicts = [by_item[i] for i in sorted(by_item)]  # input order must not matter
     judge_all = [v.label for v in all_verdicts]
 
     arrays: dict[str, Any] = {
