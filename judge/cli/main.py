@@ -9,8 +9,12 @@ from judge.cli import calibrate as calibrate_cmd
 from judge.cli import check as check_cmd
 from judge.cli import grade as grade_cmd
 from judge.cli import importers as importers_cmd
+from judge.cli import label as label_cmd
+from judge.cli import labels as labels_cmd
 from judge.cli import ledger as ledger_cmd
 from judge.cli import prompts as prompts_cmd
+from judge.cli import report as report_cmd
+from judge.cli import review as review_cmd
 from judge.cli import run as run_cmd
 from judge.cli import schema as schema_cmd
 from judge.cli import validate as validate_cmd
@@ -37,8 +41,12 @@ app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
 app.command("grade")(grade_cmd.grade)
 app.add_typer(importers_cmd.app, name="import")
+app.command("label")(label_cmd.label)
+app.add_typer(labels_cmd.app, name="labels")
 app.command("ledger")(ledger_cmd.ledger)
 app.add_typer(prompts_cmd.app, name="prompts")
+app.add_typer(report_cmd.app, name="report")
+app.add_typer(review_cmd.app, name="review")
 app.command("run")(run_cmd.run)
 app.command("validate")(validate_cmd.validate)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, Engine
@@ -34,6 +34,9 @@ from judge.store.rows import (
     row_verdict,
     verdict_row,
 )
+
+if TYPE_CHECKING:
+    from judge.review.queue import ReviewQueue
 
 T_TRACE: Any = tables.TraceRow.__table__  # type: ignore[attr-defined]
 T_SCEN: Any = tables.ScenarioRow.__table__  # type: ignore[attr-defined]
@@ -66,7 +69,7 @@ class Store:
         self.engine = engine
         self.url = url
         self.calls = DbCallCache(engine, url)
-        self._queue: Any = None
+        self._queue: ReviewQueue | None = None
 
     @property
     def dialect(self) -> str:
@@ -77,7 +80,7 @@ class Store:
         return display_url(self.url)
 
     @property
-    def queue(self) -> Any:
+    def queue(self) -> ReviewQueue:
         """The review queue (judge.review.queue.ReviewQueue)."""
         if self._queue is None:
             from judge.review.queue import ReviewQueue

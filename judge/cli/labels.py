@@ -1,0 +1,60 @@
+"""`judge labels export|import`: human labels as files (formats §4).
+
+    judge labels export -o FILE [--annotator NAME] [--rubric R]   (the whole history)
+    judge labels import FILE                                       (idempotent)
+
+Export writes every stored label, oldest first, so an import elsewhere rebuilds the same
+history (newer labels by the same annotator supersede older ones, both stay). Importing the
+same file twice adds nothing. A bad line is one error naming file:line and field, and then
+nothing is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from judge.cli.common import cli_errors, die
+from judge.labels.files import read_labels, write_labels
+from judge.store import open_store
+
+app = typer.Typer(help="Human labels: export and import (JSONL).", no_args_is_help=True)
+
+DB_HELP = "database URL (default JUDGE_DATABASE_URL or ./judge.db)"
+
+
+@app.command("export")
+def export(
+    output: Path = typer.Option(..., "-o", "--output", help="labels file to write (JSONL)"),
+    annotator: str | None = typer.Option(None, "--annotator", help="only this annotator"),
+    rubric: str | None = typer.Option(None, "--rubric", help="only items of this rubric"),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Write the stored label history as JSONL."""
+    with cli_errors():
+        with open_store(db) as store:
+            labels = store.labels_for(annotator=annotator, rubric=rubric)
+        tmp = output.with_name(output.name + ".tmp")
+        try:
+            n = write_labels(tmp, labels)
+            os.replace(tmp, output)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            die(f"{output}: cannot write ({exc.strerror})")
+        typer.echo(f"wrote {n} labels to {output}")
+
+
+@app.command("import")
+def import_(
+    path: Path = typer.Argument(..., help="labels file (JSONL, formats §4)"),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Append the labels of a file; labels already stored are skipped."""
+    with cli_errors():
+        labels = read_labels(path)  # validate every line before writing anything
+        with open_store(db) as store:
+            added = store.add_labels(labels)
+        typer.echo(f"imported {added} new labels from {path} "
+                   f"({len(labels) - added} already stored)")
