@@ -6,8 +6,9 @@ Accepted input shapes:
   objects (several conversations);
 - a `.jsonl` file with one message list or one object with `"messages"` per line.
 
-Mapping: `user` → user event; `assistant` → an assistant event for its text, then one
-`tool_call` event per entry of `tool_calls` (JSON-string `arguments` decoded to an object);
+Mapping: `user` → user event; `assistant` → an assistant event for its text (marked
+`metadata.with_tool_calls` when the same message also calls tools), then one `tool_call`
+event per entry of `tool_calls` (JSON-string `arguments` decoded to an object);
 `tool` → `tool_result` (the tool name comes from the matching call, its `content` is decoded
 as JSON when it is JSON, a content starting with "Error" becomes the event's `error`).
 `system`/`developer` messages are kept OUT of the events (a judge must not see the policy as
@@ -139,7 +140,12 @@ def messages_to_events(messages: Any, where: _Where,
             events.append({"kind": "user", "text": text or ""})
         elif role == "assistant":
             text = _text_of(msg.get("content"), where, mpath)
-            if text:
+            if text and msg.get("tool_calls"):
+                # Text sent in the same message as tool calls: kept, and marked, since the
+                # user could not answer it before the calls ran.
+                events.append({"kind": "assistant", "text": text,
+                               "metadata": {"with_tool_calls": True}})
+            elif text:
                 events.append({"kind": "assistant", "text": text})
             if msg.get("tool_calls"):
                 for ev in _tool_call_events(msg, where, mpath, names):
