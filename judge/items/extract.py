@@ -8,7 +8,7 @@ from typing import Any
 from judge.errors import ConfigError
 from judge.formats.verdicts import item_id
 from judge.items.model import Item, ItemKind
-from judge.items.slice import build_slice, event_dict, needles_of
+from judge.items.slice import SliceSource, build_slice, needles_of
 from judge.ledger.loader import LoadedScenario
 from judge.ledger.scenario import RubricUse, Scenario, Sensitivity
 from judge.trace.model import Trace
@@ -105,7 +105,8 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
     if not uses:
         return []
     events = trace.events
-    dicts = [event_dict(e) for e in events]
+    source = SliceSource(events)
+    dicts = source.dicts
     goal = accepted_goal(loaded.scenario, trace)
     snapshots: dict[int, dict[str, Any]] = {}
     candidate = dict(trace.candidate)
@@ -124,7 +125,7 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
         if ev.turn not in snapshots:
             snapshots[ev.turn] = loaded.ledger.at(ev.turn).to_dict()
         ledger = snapshots[ev.turn]
-        sl = build_slice(events, index, token_budget, dicts)
+        sl = build_slice(events, index, token_budget, source)
         target = next(d for d in sl if d["seq"] == ev.seq)
         keys = frozenset(e["key"] for s in ("active", "completed", "revoked", "failed",
                                              "expired") for e in ledger.get(s, []))

@@ -10,8 +10,7 @@ marker. Tokens are estimated as characters / 4. Never the whole transcript.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from judge.trace.model import Event, EventKind
@@ -94,11 +93,21 @@ def needles_of(value: Any) -> list[str]:
     return out
 
 
-def _needle_pattern(needles: Iterable[str]) -> re.Pattern[str] | None:
-    parts = sorted((re.escape(n) for n in needles), key=len, reverse=True)
-    if not parts:
-        return None
-    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])")
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def contains_value(text: str, needle: str) -> bool:
+    """`needle` occurs in `text` not glued to a word character on either side."""
+    pos = text.find(needle)
+    n = len(needle)
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + n] if pos + n < len(text) else " "
+        if not _is_word_char(before) and not _is_word_char(after):
+            return True
+        pos = text.find(needle, pos + 1)
+    return False
 
 
 def _text_of(d: dict[str, Any]) -> str:
@@ -109,16 +118,40 @@ def _text_of(d: dict[str, Any]) -> str:
     return v if isinstance(v, str) else dumps(v)
 
 
+class SliceSource:
+    """One trace's event dicts with cached texts and sizes, shared by all its items."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.dicts = [event_dict(e) for e in events]
+        self._texts: dict[int, str] = {}
+        self._sizes: dict[int, int] = {}
+
+    def text(self, i: int) -> str:
+        t = self._texts.get(i)
+        if t is None:
+            t = self._texts[i] = _text_of(self.dicts[i])
+        return t
+
+    def size(self, i: int, d: dict[str, Any]) -> int:
+        if d is not self.dicts[i]:
+            return len(dumps(d))
+        n = self._sizes.get(i)
+        if n is None:
+            n = self._sizes[i] = len(dumps(d))
+        return n
+
+
 def build_slice(
     events: Sequence[Event], index: int, token_budget: int = 2000,
-    dicts: Sequence[dict[str, Any]] | None = None,
+    source: SliceSource | None = None,
 ) -> tuple[dict[str, Any], ...]:
     """The slice for `events[index]`, as event dicts in seq order (the target included).
 
-    `dicts` may pass precomputed `event_dict`s for the same events (a speed-up when many
-    items come from one trace).
+    `source` may pass a `SliceSource` of the same events (a speed-up when many items come
+    from one trace).
     """
-    ds = list(dicts) if dicts is not None else [event_dict(e) for e in events]
+    src = source if source is not None else SliceSource(events)
+    ds = src.dicts
     target = ds[index]
     start = index
     while start > 0 and ds[start].get("kind") != "user":
@@ -132,7 +165,7 @@ def build_slice(
 
     def add(i: int, d: dict[str, Any], force: bool = False) -> bool:
         nonlocal used
-        cost = len(dumps(d))
+        cost = src.size(i, d)
         if not force and used + cost > budget_chars:
             return False
         chosen[i] = d
@@ -145,21 +178,21 @@ def build_slice(
     if start != index and ds[start].get("kind") == "user":
         add(start, truncate_event(ds[start], field_limit), force=True)
     # 3. Earlier results (then user messages) holding a value the target uses.
-    pattern = _needle_pattern(needles)
-    if pattern is not None:
+    if needles:
         deps: list[tuple[int, list[str]]] = []
         user_deps: list[tuple[int, list[str]]] = []
-        remaining = set(needles)
+        remaining = list(needles)
         for i in range(start - 1, -1, -1):
             if not remaining:
                 break
             kind = ds[i].get("kind")
             if kind not in ("tool_result", "user"):
                 continue
-            found = {m.group(0) for m in pattern.finditer(_text_of(ds[i]))} & remaining
+            text = src.text(i)
+            found = [n for n in remaining if contains_value(text, n)]
             if found:
-                (deps if kind == "tool_result" else user_deps).append((i, sorted(found)))
-                remaining -= found
+                (deps if kind == "tool_result" else user_deps).append((i, found))
+                remaining = [n for n in remaining if n not in found]
         for i, keep in deps + user_deps:
             add(i, truncate_event(ds[i], field_limit, keep))
     # 4. The latest earlier call of the same tool and its result (repeats, retries).

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,9 @@ class Prompt:
     user: str = ""
     variables: frozenset[str] = field(default_factory=frozenset)
 
-    @property
+    @cached_property
     def schema(self) -> dict[str, Any]:
+        """The output schema (shared by every request of this prompt: do not mutate)."""
         return verdict_schema(self.labels)
 
 

@@ -32,8 +32,9 @@ _SECRET_PATTERNS = [
     r"\bAIza[0-9A-Za-z_\-]{30,}",
     r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}",
     # a bearer/basic credential: a token-like word (with a digit, or 20+ chars)
-    r"\b(?i:bearer|basic)\s+(?=[A-Za-z0-9\-._~+/]*\d|[A-Za-z0-9\-._~+/]{20})"
+    r"\b(?i:bearer)\s+(?=[A-Za-z0-9\-._~+/]*\d|[A-Za-z0-9\-._~+/]{20})"
     r"[A-Za-z0-9\-._~+/]{8,}=*",
+    r"(?i:authorization)[\"':=\s]+(?i:basic)\s+[A-Za-z0-9+/]{8,}=*",
 ]
 SECRET_RE = re.compile("|".join(f"(?:{p})" for p in _SECRET_PATTERNS))
 # `password: x`, `"api_key": "x"`, `token=x` in free text or serialized JSON.
@@ -52,8 +53,19 @@ _SECRET_SUFFIXES = ("password", "secret", "token", "apikey", "privatekey", "acce
                     "passphrase")
 
 
+# Cheap substring tests that must hold before a pattern can match (regex scans are slow).
+_SECRET_HINTS = ("-----BEGIN", "sk-", "AKIA", "ASIA", "hp_", "ho_", "hu_", "hs_", "hr_",
+                 "github_pat_", "xox", "AIza", "eyJ")
+_SECRET_HINTS_LOWER = ("bearer", "authorization")
+_INLINE_HINTS = ("passw", "pwd", "passphrase", "secret", "token", "apikey", "api_key",
+                 "api-key", "accesskey", "access_key", "access-key", "private_key",
+                 "privatekey", "private-key")
+_NON_ALNUM = re.compile(r"[^a-z0-9]")
+
+
+@lru_cache(maxsize=4096)
 def is_secret_field(name: str) -> bool:
-    norm = re.sub(r"[^a-z0-9]", "", name.lower())
+    norm = _NON_ALNUM.sub("", name.lower())
     return norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES)
 
 
@@ -91,7 +103,28 @@ def identity_strings(candidate: Any, extra: Iterable[str] = ()) -> list[str]:
     return sorted((s for s in out if len(s) >= MIN_IDENTITY_CHARS), key=len, reverse=True)
 
 
+@dataclass(frozen=True)
+class _Literals:
+    """Case-insensitive literal strings (and optional regexes) to replace in text."""
+
+    lowered: tuple[str, ...]
+    regex: re.Pattern[str]
+    has_patterns: bool
+
+    def present(self, s: str, low: str) -> bool:
+        return self.has_patterns or any(v in low for v in self.lowered)
+
+
 @lru_cache(maxsize=256)
+def _literals(values: tuple[str, ...], patterns: tuple[str, ...]) -> _Literals | None:
+    regex = _literal_re(values, patterns)
+    if regex is None:
+        return None
+    lowered = tuple({v.lower() for v in values} | {
+        json.dumps(v, ensure_ascii=False)[1:-1].lower() for v in values})
+    return _Literals(lowered, regex, bool(patterns))
+
+
 def _literal_re(values: tuple[str, ...], patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     alts: list[str] = []
     for v in values:
@@ -106,52 +139,86 @@ def _literal_re(values: tuple[str, ...], patterns: tuple[str, ...]) -> re.Patter
 
 
 class Scrubber:
-    """Removes identity and secrets from one item's structured values and rendered text."""
+    """Removes identity and secrets from one item's structured values and rendered text.
 
-    def __init__(self, redaction: Redaction | None, candidate: Any,
-                 data: Iterable[Any] = ()) -> None:
+    Use in two phases: `value()` on every structured value (it redacts secret-named fields
+    and remembers their values), then `texts()` on every rendered piece (it scrubs those
+    remembered values everywhere, known secret shapes, and the candidate's identity).
+    """
+
+    def __init__(self, redaction: Redaction | None, candidate: Any) -> None:
         r = redaction or Redaction()
         self.secrets = r.secrets
-        self._identity = _literal_re(tuple(identity_strings(candidate, r.extra_identity)),
-                                     tuple(r.identity_patterns))
-        found: set[str] = set()
-        if self.secrets:
-            for value in data:
-                _collect_secret_values(value, found)
-        keep = tuple(sorted(found, key=len, reverse=True))
-        self._secret_values = _literal_re(keep, ()) if keep else None
+        self._identity = _literals(tuple(identity_strings(candidate, r.extra_identity)),
+                                   tuple(r.identity_patterns))
+        self._found: set[str] = set()
 
     def value(self, v: Any) -> Any:
-        """A copy of a structured value with secret-named fields replaced."""
+        """`v` with secret-named fields replaced (the same object when nothing changed)."""
         if not self.secrets:
             return v
-        return _redact_fields(v)
+        return _redact(v, self._found)
+
+    def texts(self, pieces: list[str]) -> list[str]:
+        """Scrub rendered pieces: secrets first, then identity (until none is left)."""
+        joined = "\n".join(pieces)
+        low = joined.lower()
+        shapes = inline = False
+        values = None
+        if self.secrets:
+            shapes = (any(h in joined for h in _SECRET_HINTS)
+                      or any(h in low for h in _SECRET_HINTS_LOWER))
+            inline = any(h in low for h in _INLINE_HINTS)
+            found = tuple(sorted(self._found, key=len, reverse=True))
+            values = _literals(found, ()) if found else None
+            if values is not None and not values.present(joined, low):
+                values = None
+        ident = self._identity
+        if ident is not None and not ident.present(joined, low):
+            ident = None
+        if not (shapes or inline or values or ident):
+            return pieces
+        return [self._one(p, shapes, inline, values, ident) for p in pieces]
 
     def text(self, s: str) -> str:
-        """Scrub rendered text: secrets first, then identity (repeated until none is left)."""
-        if self.secrets:
+        return self.texts([s])[0]
+
+    @staticmethod
+    def _one(s: str, shapes: bool, inline: bool, values: _Literals | None,
+             ident: _Literals | None) -> str:
+        if shapes and (any(h in s for h in _SECRET_HINTS)
+                       or any(h in s.lower() for h in _SECRET_HINTS_LOWER)):
             s = SECRET_RE.sub(SECRET_MARK, s)
+        if inline:
             s = INLINE_SECRET_RE.sub(lambda m: m.group(1) + SECRET_MARK, s)
-            if self._secret_values is not None:
-                s = self._secret_values.sub(SECRET_MARK, s)
-        if self._identity is not None:
+        if values is not None:
+            s = values.regex.sub(SECRET_MARK, s)
+        if ident is not None:
             for _ in range(4):
-                s, n = self._identity.subn(IDENTITY_MARK, s)
-                if not n or not self._identity.search(s):
+                s, n = ident.regex.subn(IDENTITY_MARK, s)
+                if not n or not ident.regex.search(s):
                     break
         return s
 
 
-def _collect_secret_values(v: Any, out: set[str]) -> None:
+def _redact(v: Any, found: set[str]) -> Any:
     if isinstance(v, dict):
+        out: dict[Any, Any] | None = None
         for k, x in v.items():
-            if is_secret_field(str(k)):
-                _collect_strings(x, out)
+            if is_secret_field(str(k)) and _has_string(x):
+                _collect_strings(x, found)
+                y: Any = SECRET_MARK
             else:
-                _collect_secret_values(x, out)
-    elif isinstance(v, list | tuple):
-        for x in v:
-            _collect_secret_values(x, out)
+                y = _redact(x, found)
+            if y is not x and out is None:
+                out = dict(v)
+            if out is not None:
+                out[k] = y
+        return v if out is None else out
+    if isinstance(v, list):
+        items = [_redact(x, found) for x in v]
+        return v if all(a is b for a, b in zip(items, v, strict=True)) else items
+    return v
 
 
 def _collect_strings(v: Any, out: set[str]) -> None:
@@ -164,15 +231,6 @@ def _collect_strings(v: Any, out: set[str]) -> None:
     elif isinstance(v, list | tuple):
         for x in v:
             _collect_strings(x, out)
-
-
-def _redact_fields(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: (SECRET_MARK if is_secret_field(str(k)) and _has_string(x)
-                    else _redact_fields(x)) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_redact_fields(x) for x in v]
-    return v
 
 
 def _has_string(v: Any) -> bool:
@@ -191,4 +249,6 @@ _FENCE_RUN = re.compile(r"<{3,}")
 
 def escape_fences(s: str) -> str:
     """Make `<<<` impossible in data text, so content cannot open or close a data block."""
+    if FENCE_PREFIX not in s:
+        return s
     return _FENCE_RUN.sub(lambda m: "‹" * len(m.group(0)), s)

@@ -26,75 +26,124 @@ def _format_value(v: Any) -> str:
     return v if isinstance(v, str) else dumps(v)
 
 
-def event_line(d: dict[str, Any], scrub: Scrubber) -> str:
-    """One event as one line: a header we write, then scrubbed, fence-escaped content."""
+class Blocks:
+    """Text built from literal segments (ours) and data segments (from the trace). Data
+    segments are scrubbed together (`finish`) and fence-escaped; literals are left alone."""
+
+    def __init__(self, scrub: Scrubber) -> None:
+        self.scrub = scrub
+        self.segs: list[str] = []
+        self.data_at: list[int] = []
+
+    def lit(self, s: str) -> None:
+        self.segs.append(s)
+
+    def data(self, v: Any) -> None:
+        self.data_at.append(len(self.segs))
+        self.segs.append(_format_value(self.scrub.value(v)))
+
+    def finish(self) -> str:
+        pieces = self.scrub.texts([self.segs[i] for i in self.data_at])
+        for i, text in zip(self.data_at, pieces, strict=True):
+            self.segs[i] = escape_fences(text)
+        self.data_at = []
+        return "".join(self.segs)
+
+
+def add_event(b: Blocks, d: dict[str, Any]) -> None:
+    """One event as one line: a header we write, then its (data) content."""
     kind = str(d.get("kind"))
-    head = f"[seq {d.get('seq')} · turn {d.get('turn')}] {kind}"
-
-    def clean(v: Any) -> str:
-        return escape_fences(scrub.text(_format_value(scrub.value(v))))
-
+    b.lit(f"[seq {d.get('seq')} · turn {d.get('turn')}] {kind}")
+    if kind in ("tool_call", "tool_result"):
+        b.lit(" ")
+        b.data(d.get("tool", ""))
+        if d.get("call_id"):
+            b.lit(" (call ")
+            b.data(d["call_id"])
+            b.lit(")")
     if kind in ("user", "assistant"):
-        return f"{head}: {clean(d.get('text', ''))}"
-    if kind == "tool_call":
-        call = f" (call {clean(d['call_id'])})" if d.get("call_id") else ""
-        return f"{head} {clean(d.get('tool', ''))}{call} args={clean(d.get('args', {}))}"
-    if kind == "tool_result":
-        call = f" (call {clean(d['call_id'])})" if d.get("call_id") else ""
+        b.lit(": ")
+        b.data(d.get("text", ""))
+    elif kind == "tool_call":
+        b.lit(" args=")
+        b.data(d.get("args", {}))
+    elif kind == "tool_result":
         if d.get("error") is not None:
-            return f"{head} {clean(d.get('tool', ''))}{call} ERROR: {clean(d['error'])}"
-        return f"{head} {clean(d.get('tool', ''))}{call} result={clean(d.get('result'))}"
-    if kind == "state_write":
-        return f"{head} {clean(d.get('key', ''))} = {clean(d.get('value'))}"
-    if kind == "summary":
-        reason = f" ({clean(d['reason'])})" if d.get("reason") else ""
-        return f"{head}{reason}: {clean(d.get('text', ''))}"
-    return f"{head}: {clean({k: v for k, v in d.items() if k not in ('seq', 'turn')})}"
+            b.lit(" ERROR: ")
+            b.data(d["error"])
+        else:
+            b.lit(" result=")
+            b.data(d.get("result"))
+    elif kind == "state_write":
+        b.lit(" ")
+        b.data(d.get("key", ""))
+        b.lit(" = ")
+        b.data(d.get("value"))
+    elif kind == "summary":
+        if d.get("reason"):
+            b.lit(" (")
+            b.data(d["reason"])
+            b.lit(")")
+        b.lit(": ")
+        b.data(d.get("text", ""))
+    else:
+        b.lit(": ")
+        b.data({k: v for k, v in d.items() if k not in ("seq", "turn", "kind")})
+
+
+def add_events(b: Blocks, events: tuple[dict[str, Any], ...],
+               target_seq: int | None = None) -> None:
+    """The slice, one line per event; the target is only referenced (it has its own block)."""
+    prev: int | None = None
+    for d in events:
+        seq = int(d.get("seq", 0))
+        if prev is not None:
+            b.lit("\n")
+            if seq > prev + 1:
+                b.lit("[… earlier events not shown …]\n")
+        if seq == target_seq:
+            b.lit(f"[seq {seq} · turn {d.get('turn')}] {d.get('kind')}: the item under "
+                  "review, shown in full in the target block")
+        else:
+            add_event(b, d)
+        prev = seq
 
 
 def events_text(events: tuple[dict[str, Any], ...], scrub: Scrubber,
                 target_seq: int | None = None) -> str:
-    """The slice, one line per event; the target is only referenced (it has its own block)."""
-    lines: list[str] = []
-    prev: int | None = None
-    for d in events:
-        seq = int(d.get("seq", 0))
-        if prev is not None and seq > prev + 1:
-            lines.append("[… earlier events not shown …]")
-        if seq == target_seq:
-            lines.append(f"[seq {seq} · turn {d.get('turn')}] {d.get('kind')}: the item under "
-                         "review, shown in full in the target block")
-        else:
-            lines.append(event_line(d, scrub))
-        prev = seq
-    return "\n".join(lines)
+    b = Blocks(scrub)
+    add_events(b, events, target_seq)
+    return b.finish()
 
 
-def ledger_text(ledger: dict[str, Any], scrub: Scrubber) -> str:
+def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
     """The snapshot grouped by status, one entry per line; superseded values last."""
-    out: list[str] = []
+    lines = 0
     for status in _STATUSES:
         entries = ledger.get(status) or []
         if not entries:
             continue
-        out.append(f"{status}:")
+        b.lit(("\n" if lines else "") + f"{status}:")
+        lines += 1
         for e in entries:
             fields = {"key": e["key"], "class": e["class"], "value": e.get("value"),
                       "sensitivity": e["sensitivity"], "source": e["source"],
                       "since_turn": e["since_turn"]}
             if e.get("aliases"):
                 fields["aliases"] = e["aliases"]
-            out.append("- " + escape_fences(scrub.text(dumps(scrub.value(fields)))))
+            b.lit("\n- ")
+            b.data(fields)
     olds = ledger.get("superseded") or []
     if olds:
-        out.append("superseded (obsolete values, replaced by the active value of the key):")
-        for s in olds:
-            fields = {"key": s["key"], "old_value": s.get("value"), "set_turn": s["set_turn"],
-                      "superseded_turn": s["superseded_turn"]}
-            out.append("- " + escape_fences(scrub.text(dumps(scrub.value(fields)))))
-    if not out:
-        out.append("(the reviewed ledger has no entries at this point)")
-    return "\n".join(out)
+        b.lit(("\n" if lines else "")
+              + "superseded (obsolete values, replaced by the active value of the key):")
+        lines += 1
+        for o in olds:
+            b.lit("\n- ")
+            b.data({"key": o["key"], "old_value": o.get("value"), "set_turn": o["set_turn"],
+                    "superseded_turn": o["superseded_turn"]})
+    if not lines:
+        b.lit("(the reviewed ledger has no entries at this point)")
 
 
 def _fence(name: str, nonce: str, body: str) -> str:
@@ -107,15 +156,15 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     if prompt.rubric != item.rubric:
         raise ConfigError(f"prompt {prompt.path} is for rubric '{prompt.rubric}', "
                           f"not '{item.rubric}' (item {item.item_id})")
-    data = [e.get(f) for e in (*item.events, item.target) for f in ("args", "result", "value")]
-    data += [e.get("value") for s in _STATUSES for e in item.ledger.get(s, [])]
-    scrub = Scrubber(redaction, item.candidate or {}, data)
-    blocks = {
-        "goal": escape_fences(scrub.text(item.goal)),
-        "ledger": ledger_text(item.ledger, scrub),
-        "events": events_text(item.events, scrub, item.seq),
-        "target": event_line(item.target, scrub),
-    }
+    scrub = Scrubber(redaction, item.candidate or {})
+    built: dict[str, Blocks] = {name: Blocks(scrub) for name in ("goal", "ledger", "events",
+                                                                  "target")}
+    # Structured values first (secret fields are found), then every text is scrubbed.
+    add_event(built["target"], item.target)
+    add_events(built["events"], item.events, item.seq)
+    add_ledger(built["ledger"], item.ledger)
+    built["goal"].data(item.goal)
+    blocks = {name: b.finish() for name, b in built.items()}
     if nonce is None:
         h = hashlib.sha256(prompt.hash.encode())
         for name, body in blocks.items():
