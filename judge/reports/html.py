@@ -1,0 +1,109 @@
+"""Agreement report as ONE self-contained HTML file: inline CSS, plots as base64 PNG, no
+scripts and no external URLs, so it reads offline."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from judge.reports.model import AgreementReport
+from judge.reports.plots import confusion_png, coverage_png, reliability_png
+from judge.reports.text import agreement_rows, flatten, fmt, fmt_ci
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;
+max-width:1000px;color:#222;padding:0 1rem}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem}
+th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}
+th:first-child,td:first-child{text-align:left}
+th{background:#f3f3f3}
+.figs{display:flex;flex-wrap:wrap;gap:1rem}
+.note{color:#666;font-size:.9em}
+"""
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _img(b64: str, alt: str) -> str:
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def to_html(report: AgreementReport) -> str:
+    a = report.agreement
+    c = a.get("confusion") or {}
+    parts: list[str] = [f"<h1>{escape(report.title)}</h1>",
+                        f"<p class=note>Generated {escape(report.generated_at)}</p>"]
+    if report.sources:
+        parts.append("<ul>" + "".join(f"<li>{escape(k)}: <code>{escape(v)}</code></li>"
+                                      for k, v in report.sources.items()) + "</ul>")
+    parts.append(
+        f"<p>Items: {a.get('n_items')} scored and labelled; unscored {a.get('n_unscored')}, "
+        f"tied {a.get('n_tied')}, unsure {a.get('n_unsure')}. Positive class: <b>fail</b>.</p>")
+    parts += ["<h2>Agreement</h2>",
+              _table(["metric", "value", "95% CI", "note"], agreement_rows(report))]
+    cpr = a.get("corrected_pass_rate")
+    if cpr:
+        parts.append(f"<p>Corrected pass rate {fmt(cpr.get('estimate'))} "
+                     f"(95% CI {fmt_ci(cpr.get('ci'))}); observed {fmt(a.get('p_obs'))} over "
+                     f"{a.get('n_judged')} verdicts.</p>")
+    else:
+        why = (a.get("reasons") or {}).get("corrected_pass_rate", "")
+        parts.append(f"<p>Corrected pass rate: n/a ({escape(why)})</p>")
+    parts += ["<h2>Confusion matrix</h2>", '<div class="figs">',
+              _table(["", "judge fail", "judge pass"],
+                     [["human fail", fmt(c.get("tp")), fmt(c.get("fn"))],
+                      ["human pass", fmt(c.get("fp")), fmt(c.get("tn"))]]),
+              _img(confusion_png(c), "confusion matrix"), "</div>"]
+    per_key = report.per_key()
+    if per_key:
+        parts += ["<h2>Per ledger key</h2>", _table(
+            ["key", "items", "accuracy", "95% CI", "tpr", "tnr", "same key", "same evidence"],
+            [[r["key"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
+              fmt(r["tpr"]), fmt(r["tnr"]), fmt(r["key_agreement"]),
+              fmt(r["evidence_agreement"])] for r in per_key])]
+    for name in ("rubric", "key_class", "sensitivity", "annotator"):
+        rows = report.breakdown_rows(name)
+        if len(rows) > 1:
+            parts += [f"<h2>By {escape(name.replace('_', ' '))}</h2>", _table(
+                ["group", "items", "accuracy", "95% CI", "kappa", "tpr", "tnr"],
+                [[r["group"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
+                  fmt(r["cohen_kappa"]), fmt(r["tpr"]), fmt(r["tnr"])] for r in rows])]
+    hh = a.get("human_human")
+    if hh:
+        parts.append(f"<h2>Human–human agreement</h2><p>{hh['n_items']} items, "
+                     f"{hh['n_annotators']} annotators: percent agreement "
+                     f"{fmt(hh.get('percent_agreement'))}, Cohen's kappa "
+                     f"{fmt(hh.get('cohen_kappa'))}, Krippendorff's alpha "
+                     f"{fmt(hh.get('krippendorff_alpha'))}.</p>")
+    parts += _calibration(report.calibration)
+    if report.review:
+        parts += ["<h2>Review queue</h2>", _table(
+            ["statistic", "value"], [[k, fmt(v)] for k, v in flatten(report.review).items()])]
+    body = "\n".join(parts)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(report.title)}</title><style>{CSS}</style></head>\n"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+def _calibration(cal: dict[str, Any] | None) -> list[str]:
+    if not cal:
+        return ["<h2>Calibration</h2><p>No confidences on labelled items.</p>"]
+    rec = cal.get("record")
+    text = (f"{cal['n']} labelled items with a confidence; agreement {fmt(cal['agreement'])}. "
+            f"Raw confidence: ECE {fmt(cal['ece_raw'])}, Brier {fmt(cal['brier_raw'])}.")
+    if rec:
+        text += (f" Calibration record: {escape(str(rec['method']))}, prompt "
+                 f"{escape(str(rec['prompt_version']))}, model {escape(str(rec['model']))}, "
+                 f"threshold {fmt(rec['threshold'], 4)} for target {rec['target']}, expected "
+                 f"review share {fmt(rec['expected_review_share'])}; calibrated here: ECE "
+                 f"{fmt(cal['ece_calibrated'])}, Brier {fmt(cal['brier_calibrated'])}.")
+    else:
+        text += " No calibration record for these verdicts: curves use raw confidence."
+    target = rec["target"] if rec else None
+    return ["<h2>Calibration</h2>", f"<p>{escape(text)}</p>", '<div class="figs">',
+            _img(reliability_png(cal), "reliability diagram"),
+            _img(coverage_png(cal, target), "coverage versus agreement"), "</div>"]
