@@ -28,7 +28,7 @@ from judge.review.labeling import check_label, ledger_keys, slice_seqs
 from judge.review.queue import DEFAULT_LEASE_S, QueueEntry
 from judge.store import Store, open_store
 
-KEYS = "[p]ass  [f]ail  [u]nsure  [s]kip  [z] undo  [q]uit"
+KEYS = r"\[p]ass  \[f]ail  \[u]nsure  \[s]kip  \[z] undo  \[q]uit"
 
 
 def label(
