@@ -91,6 +91,8 @@ def run(
                                         "(default JUDGE_DATABASE_URL or ./judge.db)"),
     audit_share: float = typer.Option(0.05, "--audit-share", min=0.0, max=1.0,
                                       help="share of auto-accepted verdicts sent to review"),
+    batch: bool = typer.Option(False, "--batch", help="grade through the OpenAI Batch API "
+                               "or Anthropic Message Batches (resumable by batch id)"),
     fmt: RunFormat = typer.Option(RunFormat.text, "--format"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
@@ -112,7 +114,7 @@ def run(
             plan = make_plan(suite_file, suite)
             spec = model or settings.model or plan.model_spec or default_model_spec(settings)
             opts = RunOptions(replay_only=replay_only, require_calibrated=require_calibrated,
-                              resume=resume, audit_share=audit_share)
+                              resume=resume, audit_share=audit_share, batch=batch)
             summary = execute_run(plan, store, settings, opts, spec, not no_progress)
     if fmt is RunFormat.json:
         typer.echo(json.dumps(summary, indent=2, default=str))

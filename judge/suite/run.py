@@ -40,6 +40,8 @@ class RunOptions:
     resume: str | None = None
     audit_share: float = 0.05
     double_share: float = 0.1
+    batch: bool = False
+    batch_poll_s: float = 5.0
 
 
 @dataclass
@@ -132,9 +134,11 @@ class _Sink:
 
 def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
                   provider: Provider, settings: Settings, opts: RunOptions,
-                  on_stored: Callable[[int], None] | None = None) -> GradingStats:
+                  on_stored: Callable[[int], None] | None = None,
+                  batch_counts: dict[str, int] | None = None) -> GradingStats:
     """Grade every item of the run that has no stored verdict yet."""
     done = store.stored_item_ids(run_id)
+    batch_counts = batch_counts if batch_counts is not None else {}
     policy = RoutingPolicy(audit_share=opts.audit_share, double_share=opts.double_share)
     sink = _Sink(store, run_id, collected.vetoed, policy, on_stored)
     stats = GradingStats()
@@ -144,6 +148,14 @@ def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
             continue
         prompt = plan.prompts[rubric]
         store.save_prompt(prompt)
+        if opts.batch and not opts.replay_only:
+            from judge.suite.batch import prefill_by_batch
+
+            counts = prefill_by_batch(store, run_id, rubric, prompt, pending, provider,
+                                      settings.model_params(),
+                                      poll_base_delay=opts.batch_poll_s)
+            for k, v in counts.items():
+                batch_counts[k] = batch_counts.get(k, 0) + v
         try:
             asyncio.run(grade_items(
                 pending, prompt, provider, store.calls, params=settings.model_params(),
