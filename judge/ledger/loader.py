@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,20 @@ from judge.errors import InputError
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import Scenario
 from judge.trace.loader import first_error, format_loc
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans: only true/false. YAML 1.1 also reads yes/no/on/off
+    as booleans, so `on: tool_call` or a matcher `equals: no` would silently change meaning."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"))
 
 
 @dataclass(frozen=True)
@@ -56,8 +71,8 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     except OSError as exc:
         raise InputError(f"cannot read scenario ({exc.strerror})", file=file) from None
     try:
-        node = yaml.compose(text)
-        data: Any = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=_Loader)
+        data: Any = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
