@@ -83,7 +83,8 @@ def fit_platt(conf: ArrayLike, agreed: ArrayLike) -> PlattCalibrator:
     if np.unique(y).size < 2:  # one outcome only: a constant at its (clipped) rate
         rate = min(max(float(y.mean()), 1e-6), 1.0 - 1e-6)
         return PlattCalibrator(coef=0.0, intercept=math.log(rate / (1.0 - rate)))
-    lr = LogisticRegression(C=1e6, solver="lbfgs", max_iter=1000)
+    # liblinear: same optimum as lbfgs here (C=1e6, one feature), several times faster
+    lr = LogisticRegression(C=1e6, solver="liblinear", max_iter=1000)
     lr.fit(x.reshape(-1, 1), y.astype(np.int64))
     return PlattCalibrator(coef=float(lr.coef_[0, 0]), intercept=float(lr.intercept_[0]))
 
