@@ -198,3 +198,21 @@ def test_process_mode_serves_and_reports_stats() -> None:
         assert srv.count("chat") == 3 and srv.generation_count == 3
         with pytest.raises(RuntimeError):
             srv.enqueue("x")
+
+
+pytest_plugins = ["judge.testing.fixtures"]
+
+
+async def test_shipped_fixture_points_openai_specs_at_the_server(fake_openai_env) -> None:
+    from judge.providers.base import JudgeRequest
+    from judge.providers.registry import default_model_spec, make_provider
+    from judge.settings import Settings
+
+    settings = Settings.load()
+    provider = make_provider(default_model_spec(settings), settings)
+    request = JudgeRequest(item_id="t#1:r", system="s",
+                           messages=({"role": "user", "content": "seq 1"},), schema={})
+    response = await provider.generate(request)
+    assert json.loads(response.text)["evidence_event"] == 1
+    assert response.usage["total_tokens"] > 0 and response.raw["finish_reason"] == "stop"
+    assert fake_openai_env.generation_count == 1

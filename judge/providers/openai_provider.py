@@ -93,7 +93,20 @@ class OpenAIProvider(Provider):
         except openai.OpenAIError as exc:
             raise failure_from_error(exc, self.spec) from exc
         latency = time.perf_counter() - started
-        return response_from_completion(completion.model_dump(), self.spec, latency)
+        if not completion.choices:
+            raise ProviderFailure(f"{self.spec}: completion has no choices", retryable=True)
+        choice = completion.choices[0]
+        message = choice.message
+        usage = completion.usage
+        counts = {"prompt_tokens": usage.prompt_tokens,
+                  "completion_tokens": usage.completion_tokens,
+                  "total_tokens": usage.total_tokens} if usage is not None else {}
+        raw: dict[str, Any] = {"id": completion.id, "model": completion.model,
+                               "finish_reason": choice.finish_reason}
+        if message.refusal:
+            raw["refusal"] = True
+        return ProviderResponse(text=message.content or message.refusal or "", model=self.spec,
+                                usage=counts, latency_s=latency, raw=raw)
 
     async def aclose(self) -> None:
         await self.client.close()
