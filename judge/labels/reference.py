@@ -69,8 +69,8 @@ def newest_labels(labels: Iterable[HumanLabel]) -> dict[str, dict[str, HumanLabe
 def _most_common(values: list[Any]) -> Any:
     """The most common non-None value; ties go to the one that appears last (the newest)."""
     named = [v for v in values if v is not None]
-    if not named:
-        return None
+    if len(named) <= 1:
+        return named[0] if named else None
     counts = Counter(named)
     best = max(counts.values())
     return next(v for v in reversed(named) if counts[v] == best)
@@ -82,6 +82,16 @@ def reference_labels(labels: Iterable[HumanLabel]) -> ReferenceSet:
     refs: dict[str, ReferenceLabel] = {}
     tied: list[str] = []
     for item, by in newest.items():
+        if len(by) == 1:  # the common case: one annotator, the reference is their label
+            (only,) = by.values()
+            refs[item] = ReferenceLabel(
+                item_id=item, label=only.label,
+                violated_key=only.violated_key if only.label == "fail" else None,
+                evidence_event=only.evidence_event,
+                annotators=(only.annotator,), n_pass=int(only.label == "pass"),
+                n_fail=int(only.label == "fail"), n_unsure=int(only.label == "unsure"),
+                metadata=dict(only.metadata))
+            continue
         votes = sorted(by.values(), key=lambda lab: lab.created_at)
         n_pass = sum(1 for lab in votes if lab.label == "pass")
         n_fail = sum(1 for lab in votes if lab.label == "fail")

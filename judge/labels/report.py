@@ -143,25 +143,30 @@ def agreement_report(
     out["n_matched_items"] = len(items) + len(tied)
     out["n_labelled_without_verdict"] = sum(1 for i in refs.newest if i not in by_item)
 
-    def groups(fn: Callable[[ReferenceLabel, Verdict], str]) -> list[str]:
-        return [fn(r, v) for r, v in pairs]
+    position = {v.item_id: k for k, v in enumerate(all_verdicts)}
+    labelled_at = [position[i] for i in items]
 
-    def groups_all(fn: Callable[[ReferenceLabel | None, Verdict], str]) -> list[str]:
-        return [fn(refs.labels.get(v.item_id), v) for v in all_verdicts]
-
-    def by(labelled: list[str], everyone: list[str] | None) -> dict[str, dict[str, Any]]:
+    def by(fn: Callable[[ReferenceLabel | None, Verdict], str] | None,
+           labelled_fn: Callable[[ReferenceLabel, Verdict], str] | None = None,
+           ) -> dict[str, dict[str, Any]]:
+        """Group every verdict with `fn` (labelled ones see their reference), or only the
+        labelled items with `labelled_fn` (then no corrected pass rate per group)."""
+        everyone: list[str] | None = None
+        if fn is not None:
+            everyone = [fn(refs.labels.get(v.item_id), v) for v in all_verdicts]
+            labelled = [everyone[k] for k in labelled_at]
+        else:
+            assert labelled_fn is not None
+            labelled = [labelled_fn(r, v) for r, v in pairs]
         return grouped_agreement(labelled, **arrays, groups_all=everyone,
                                  judge_all=judge_all if everyone is not None else None,
                                  n_boot=breakdown_n_boot, seed=seed)
 
     breakdowns: dict[str, dict[str, dict[str, Any]]] = {
-        "rubric": by(groups(lambda r, v: rubric_of(v.item_id, v)),
-                     groups_all(lambda r, v: rubric_of(v.item_id, v))),
-        "key": by(groups(_key_group), None),
-        "key_class": by(groups(lambda r, v: _meta("key_class", v, r)),
-                        groups_all(lambda r, v: _meta("key_class", v, r))),
-        "sensitivity": by(groups(lambda r, v: _meta("key_sensitivity", v, r)),
-                          groups_all(lambda r, v: _meta("key_sensitivity", v, r))),
+        "rubric": by(lambda r, v: rubric_of(v.item_id, v)),
+        "key": by(None, _key_group),
+        "key_class": by(lambda r, v: _meta("key_class", v, r)),
+        "sensitivity": by(lambda r, v: _meta("key_sensitivity", v, r)),
         "annotator": _by_annotator(refs, by_item, judge_all, breakdown_n_boot, seed),
     }
     out["breakdowns"] = breakdowns

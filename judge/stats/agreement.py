@@ -3,9 +3,10 @@
 `compute_agreement` returns every key of formats §5. A value that is undefined on the data
 (e.g. tpr with no human fail) is None, and `reasons[key]` says why: JSON never holds NaN.
 Intervals are 95% percentile bootstrap intervals (seeded, reproducible, vectorized): the
-labelled pairs are resampled for the agreement metrics, tpr and tnr; the judged set
-(`judge_all`) is resampled independently for p_obs; the corrected pass rate of resample b
-pairs the labelled resample b with the judged resample b.
+labelled pairs are resampled (index matrices) for the agreement metrics, tpr and tnr; the
+judged set (`judge_all`) is resampled independently for p_obs (its resampled pass count is
+drawn from its exact bootstrap distribution, Binomial(N, p_obs)); the corrected pass rate of
+resample b pairs the labelled resample b with the judged resample b.
 """
 
 from __future__ import annotations
@@ -214,8 +215,9 @@ def _corrected(
             f"tpr + tnr = {tpr + tnr:.3f} <= 1: the judge is no better than chance")
         return None
     estimate = float(corrected_pass_rate(out["p_obs"], tpr, tnr))
-    judged = resample_counts(passed.astype(np.int64), 2, n_boot, rng)
-    p_boot = judged[:, 1] / passed.size
+    # Resampling the judged set changes only its pass count, whose bootstrap distribution is
+    # exactly Binomial(N, p_obs): drawn directly, O(n_boot) instead of O(n_boot * N).
+    p_boot = rng.binomial(passed.size, out["p_obs"], size=n_boot) / passed.size
     interval = percentile_interval(corrected_pass_rate(p_boot, boot_tpr, boot_tnr))
     if interval is None:
         reasons["corrected_pass_rate.ci"] = "tpr + tnr <= 1 in most bootstrap resamples"

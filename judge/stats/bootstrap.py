@@ -34,8 +34,9 @@ def resample_counts(
         stop = min(n_boot, start + rows)
         idx = rng.integers(0, n, size=(stop - start, n), dtype=index_dtype)
         sampled = small[idx]
-        for c in range(n_categories):
+        for c in range(n_categories - 1):
             out[start:stop, c] = np.count_nonzero(sampled == c, axis=1)
+    out[:, -1] = n - out[:, :-1].sum(axis=1)  # the last category is what is left
     return out
 
 
