@@ -130,3 +130,35 @@ def test_check_lists_stale_rubrics(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         text.replace("version: v1", "version: v2") + "\nBe strict.\n")
     code, out, _ = run("calibrate", "--check", "-o", str(cal), "--model", MODEL)
     assert code == 1 and "prompt v2" in out
+
+
+def test_compare_lists_flips_with_evidence(tmp_path: Path) -> None:
+    labels, old = synth(200, prompt_version="v1", prompt_hash="h1")
+    _, new = synth(200, prompt_version="v2", prompt_hash="h2")
+    human = {lab["item_id"]: lab["label"] for lab in labels}
+    changed = []
+    for v in new[:20]:
+        target = human[v["item_id"]]  # v2 now agrees with the human on the first 20 items
+        if v["label"] != target:
+            changed.append(v["item_id"])
+        v.update(label=target, violated_key="budget" if target == "fail" else None,
+                 evidence_event=5 if target == "fail" else None)
+    for v, o in zip(new[20:], old[20:], strict=True):
+        v.update(label=o["label"], violated_key=o["violated_key"],
+                 evidence_event=o["evidence_event"])
+    flips = [v["item_id"] for v, o in zip(new, old, strict=True) if v["label"] != o["label"]]
+    lp = write_jsonl(tmp_path / "l.jsonl", labels)
+    op = write_jsonl(tmp_path / "old.jsonl", old)
+    np_ = write_jsonl(tmp_path / "new.jsonl", new)
+    code, out, err = run("calibrate", "--compare", str(op), str(np_), "--labels", str(lp))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["old"]["prompt_version"] == "v1" and doc["new"]["prompt_version"] == "v2"
+    assert [f["item_id"] for f in doc["flipped"]] == sorted(flips)
+    assert doc["n_fixed"] == len(changed) and doc["n_broke"] == 0
+    assert doc["new"]["accuracy"] > doc["old"]["accuracy"]
+    fail_flip = next(f for f in doc["flipped"] if f["new"]["label"] == "fail")
+    assert fail_flip["new"]["evidence_event"] == 5 and fail_flip["new"]["violated_key"] == "budget"
+    code, out, _ = run("calibrate", "--compare", str(op), str(np_), "--labels", str(lp),
+                       "--format", "text")
+    assert code == 0 and f"flipped {len(flips)} of 200" in out

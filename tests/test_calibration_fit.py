@@ -102,3 +102,22 @@ def test_simulation_auto_accepted_agreement_holds_on_fresh_samples() -> None:
     # and the threshold is not trivially "review everything": the truth allows accepting
     # conf >= 0.983 (about 42% of items); we must accept a real share
     assert np.mean(review) < 0.75
+
+
+@pytest.mark.parametrize("outcome", ["all_agree", "all_disagree", "same_confidence"])
+def test_degenerate_outcomes_give_defined_records(outcome: str) -> None:
+    rng = np.random.default_rng(7)
+    n = 100
+    conf = np.full(n, 0.9) if outcome == "same_confidence" else rng.random(n)
+    agreed = np.zeros(n) if outcome == "all_disagree" else np.ones(n)
+    human_fail = np.arange(n) < 50
+    rec = build_record(conf, agreed, human_fail, rubric="r", prompt_version="v1",
+                       prompt_hash=None, model="m", label_set_hash="x")
+    assert all(np.isfinite([rec.metrics.ece, rec.metrics.brier, rec.metrics.log_loss]))
+    if outcome == "all_disagree":
+        assert rec.threshold is None and rec.expected_review_share == 1.0
+        assert not rec.auto_accepts(1.0)
+    else:
+        # 100 agreements out of 100 prove >= 0.95 (0.05 ** (1/100) = 0.970): accept all
+        assert rec.threshold is not None and rec.expected_review_share == 0.0
+        assert rec.auto_accepts(float(conf.min()))

@@ -3,16 +3,19 @@
     judge calibrate --labels L --verdicts V [--target 0.95] [--format json|text] [--rubric R]
                     [-o calibration/]
     judge calibrate --check [--labels L] [-o calibration/] [--model M]
+    judge calibrate --compare OLD.jsonl NEW.jsonl --labels L [--format json|text]
 
 File mode calibrates every (rubric, prompt version, prompt hash, model) found in the verdicts
 (or only `--rubric`) and prints one record per line (JSON Lines: a single record is one JSON
 object); `-o DIR` also writes `DIR/<rubric>/<prompt_version>__<model>.json`. Fewer than 30
 labelled items in a human class (pass or fail) is bad input: one line saying how many more
-labels are needed, exit 2. `--check` exits 1 and lists every stale rubric.
+labels are needed, exit 2. `--check` exits 1 and lists every stale rubric. `--compare`
+shows two verdict files' agreement side by side and the items whose verdict flipped.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from enum import StrEnum
 from pathlib import Path
@@ -25,7 +28,7 @@ from judge.calibration.record import CalibrationRecord, load_records
 from judge.calibration.staleness import Current, stale_rubrics
 from judge.cli.common import cli_errors, die
 from judge.errors import ConfigError, InputError
-from judge.labels import iter_verdicts, read_labels, reference_labels
+from judge.labels import iter_verdicts, read_labels, read_verdicts, reference_labels
 from judge.labels.report import rubric_of
 
 DEFAULT_ROOT = Path("calibration")
@@ -46,6 +49,9 @@ def calibrate(
         None, "-o", "--output", help="records folder: write records here (--check: read here)"
     ),
     check: bool = typer.Option(False, "--check", help="exit 1 listing stale rubrics"),
+    compare: tuple[Path, Path] | None = typer.Option(
+        None, "--compare", help="OLD NEW verdict files: agreement side by side, flips"
+    ),
     model: str | None = typer.Option(None, "--model", help="--check: current model spec"),
     grow_share: float = typer.Option(0.2, "--grow-share", help="--check: label growth limit"),
     seed: int = typer.Option(0, "--seed", help="cross-validation folds seed"),
@@ -55,6 +61,11 @@ def calibrate(
     with cli_errors():
         if check:
             _check(labels, output or DEFAULT_ROOT, model, grow_share, rubric)
+            return
+        if compare is not None:
+            if labels is None:
+                die("calibrate --compare needs --labels")
+            _compare(labels, compare[0], compare[1], fmt, seed)
             return
         if labels is None or verdicts is None:
             die("calibrate needs --labels and --verdicts (or --check)")
@@ -174,3 +185,30 @@ def _check(
             typer.echo(f"stale: {reason}")
         raise typer.Exit(1)
     typer.echo(f"calibration current for {len(current)} rubric(s) with model {model}")
+
+
+def _compare(labels: Path, old: Path, new: Path, fmt: OutputFormat, seed: int) -> None:
+    from judge.calibration.compare import compare_verdicts
+
+    result = compare_verdicts(read_labels(labels), read_verdicts(old), read_verdicts(new),
+                              seed=seed)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(result, allow_nan=False))
+        return
+
+    def num(v: object) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else "n/a" if v is None else str(v)
+
+    o, n = result["old"], result["new"]
+    typer.echo(f"{'':18}{'old':>24}{'new':>24}")
+    for key in ("prompt_version", "model", "n_items", "accuracy", "cohen_kappa", "tpr", "tnr",
+                "f1", "key_agreement", "evidence_agreement"):
+        typer.echo(f"{key:18}{num(o.get(key)):>24}{num(n.get(key)):>24}")
+    typer.echo(f"flipped {result['n_flipped']} of {result['n_common']} common items "
+               f"(fixed {result['n_fixed']}, broke {result['n_broke']})")
+    for f in result["flipped"]:
+        a, b = f["old"], f["new"]
+        typer.echo(f"  {f['item_id']}: {a['label']} -> {b['label']} (human {f['human'] or 'n/a'}"
+                   f"{', ' + f['effect'] if f['effect'] else ''}); evidence "
+                   f"{a['evidence_event']} -> {b['evidence_event']}, key {a['violated_key']} -> "
+                   f"{b['violated_key']}")
