@@ -216,3 +216,23 @@ async def test_shipped_fixture_points_openai_specs_at_the_server(fake_openai_env
     assert json.loads(response.text)["evidence_event"] == 1
     assert response.usage["total_tokens"] > 0 and response.raw["finish_reason"] == "stop"
     assert fake_openai_env.generation_count == 1
+
+
+def test_standalone_command_serves_until_stopped() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "judge.testing.fakeserver", "--port", "0",
+                             "--latency", "0", "--fail-rate", "0.5", "--hang", "0.01"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        base = line.split()[4]
+        assert base.startswith("http://127.0.0.1:")
+        statuses = [post(base + "/v1/chat/completions", CHAT)[0] for _ in range(40)]
+        assert 200 in statuses and any(s != 200 for s in statuses)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
