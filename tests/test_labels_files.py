@@ -150,3 +150,14 @@ def test_agreement_report_breakdowns_and_bad_input() -> None:
         agreement_report(labels, [verdict("zzz#1:r", "pass")], n_boot=10)
     with pytest.raises(InputError, match="duplicate"):
         agreement_report(labels, [verdicts[0], verdicts[0]], n_boot=10)
+
+
+def test_agreement_report_does_not_depend_on_input_order() -> None:
+    labels = [label(f"t#{i}:r", "fail" if i % 3 == 0 else "pass", "asha",
+                    key="k" if i % 3 == 0 else None) for i in range(40)]
+    verdicts = [verdict(f"t#{i}:r", "fail" if i % 4 == 0 else "pass",
+                        "k" if i % 4 == 0 else None) for i in range(60)]
+    a = agreement_report(labels, verdicts, n_boot=100, seed=3, breakdown_n_boot=20)
+    b = agreement_report(labels[::-1], verdicts[::-1], n_boot=100, seed=3, breakdown_n_boot=20)
+    assert a == b
+    assert a["n_items"] == 40 and a["n_judged"] == 60
