@@ -18,6 +18,7 @@ from judge.cli import review as review_cmd
 from judge.cli import run as run_cmd
 from judge.cli import schema as schema_cmd
 from judge.cli import validate as validate_cmd
+from judge.cli import worker as worker_cmd
 
 app = typer.Typer(
     name="judge",
@@ -49,6 +50,7 @@ app.add_typer(report_cmd.app, name="report")
 app.add_typer(review_cmd.app, name="review")
 app.command("run")(run_cmd.run)
 app.command("validate")(validate_cmd.validate)
+app.command("worker")(worker_cmd.worker)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -17,13 +18,16 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from judge.cli.common import cli_errors, die, warn
-from judge.errors import InputError
+from judge.errors import InputError, StoreError
+from judge.grading.engine import GradingStats
+from judge.providers.base import Provider
 from judge.providers.registry import default_model_spec, make_provider
 from judge.settings import Settings
 from judge.store.repo import Store, open_store
+from judge.suite import work
 from judge.suite.plan import Plan, make_plan
 from judge.suite.report import render_text
-from judge.suite.run import RunOptions, collect, grade_pending, summarize
+from judge.suite.run import Collected, RunOptions, collect, grade_pending, summarize
 
 
 class RunFormat(StrEnum):
@@ -39,6 +43,26 @@ def _progress(enabled: bool) -> Progress | None:
                     redirect_stdout=False, disable=not sys.stderr.isatty())
 
 
+def _distributed(store: Store, run_id: str, collected: Collected, provider: Provider,
+                 settings: Settings, opts: RunOptions) -> GradingStats:
+    """Enqueue the run's items for `judge worker` processes, work alongside them (unless
+    --no-local-worker) and wait until every item is graded."""
+    items = [it for its in collected.items.values() for it in its]
+    work.enqueue(store, run_id, items, collected.vetoed)
+    stats = GradingStats()
+    if opts.local_worker:
+        stats = work.work_loop(store, work.RunProviders(store, settings, provider), settings,
+                               run_id=run_id, stop_when_run_done=True, idle_exit_s=1e9)
+    deadline = time.monotonic() + opts.wait_timeout_s
+    while (left := work.outstanding(store, run_id)) > 0:
+        if time.monotonic() > deadline:
+            raise StoreError(f"{left} item(s) of run {run_id} still leased by workers after "
+                             f"{opts.wait_timeout_s:.0f} s; resume with judge run --resume "
+                             f"{run_id}")
+        time.sleep(0.5)
+    return stats
+
+
 def execute_run(plan: Plan, store: Store, settings: Settings, opts: RunOptions,
                 model_spec: str, show_progress: bool) -> dict[str, Any]:
     provider = make_provider(model_spec, settings)  # ConfigError before any call
@@ -46,19 +70,24 @@ def execute_run(plan: Plan, store: Store, settings: Settings, opts: RunOptions,
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
         "model": model_spec, "replay_only": opts.replay_only})
     progress = _progress(show_progress)
+    advance_traces: Callable[[], None] | None = None
+    advance_items: Callable[[int], None] | None = None
     try:
         if progress is not None:
             progress.start()
             t_traces = progress.add_task("checking traces", total=None)
-            collected = collect(plan, store, lambda: progress.advance(t_traces))
+            advance_traces = lambda: progress.advance(t_traces)  # noqa: E731
+        collected = collect(plan, store, advance_traces)
+        if progress is not None:
             n_items = sum(len(v) for v in collected.items.values())
             t_items = progress.add_task("grading items", total=n_items)
             progress.advance(t_items, len(store.stored_item_ids(run_id)))
-            stats = grade_pending(plan, collected, store, run_id, provider, settings, opts,
-                                  on_stored=lambda n: progress.advance(t_items, n))
+            advance_items = lambda n: progress.advance(t_items, n)  # noqa: E731
+        if opts.distributed:
+            stats = _distributed(store, run_id, collected, provider, settings, opts)
         else:
-            collected = collect(plan, store)
-            stats = grade_pending(plan, collected, store, run_id, provider, settings, opts)
+            stats = grade_pending(plan, collected, store, run_id, provider, settings, opts,
+                                  on_stored=advance_items)
     except KeyboardInterrupt:
         store.finish_run(run_id, status="interrupted")
         warn(f"interrupted; everything graded so far is stored. Resume with: "
@@ -91,8 +120,14 @@ def run(
                                         "(default JUDGE_DATABASE_URL or ./judge.db)"),
     audit_share: float = typer.Option(0.05, "--audit-share", min=0.0, max=1.0,
                                       help="share of auto-accepted verdicts sent to review"),
+    distributed: bool = typer.Option(False, "--distributed", help="enqueue the items for "
+                                     "`judge worker` processes sharing this database"),
+    local_worker: bool = typer.Option(True, "--local-worker/--no-local-worker",
+                                      help="with --distributed, also grade in this process"),
     batch: bool = typer.Option(False, "--batch", help="grade through the OpenAI Batch API "
                                "or Anthropic Message Batches (resumable by batch id)"),
+    batch_poll: float = typer.Option(5.0, "--batch-poll", min=0.0,
+                                     help="first wait between batch status polls (seconds)"),
     fmt: RunFormat = typer.Option(RunFormat.text, "--format"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
@@ -114,7 +149,9 @@ def run(
             plan = make_plan(suite_file, suite)
             spec = model or settings.model or plan.model_spec or default_model_spec(settings)
             opts = RunOptions(replay_only=replay_only, require_calibrated=require_calibrated,
-                              resume=resume, audit_share=audit_share, batch=batch)
+                              resume=resume, audit_share=audit_share, batch=batch,
+                              batch_poll_s=batch_poll,
+                              distributed=distributed, local_worker=local_worker)
             summary = execute_run(plan, store, settings, opts, spec, not no_progress)
     if fmt is RunFormat.json:
         typer.echo(json.dumps(summary, indent=2, default=str))

@@ -77,3 +77,9 @@ def migrate(engine: Engine) -> list[str]:
                           if conn.dialect.name == "sqlite" else datetime.now(UTC)})
             done_now.append(name)
     return done_now
+
+
+@migration("0003_grading_work")
+def _grading_work(conn: Connection) -> None:
+    # Scale-out: `judge worker` processes lease grading work from this table.
+    tables.WorkRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]

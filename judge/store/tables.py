@@ -185,3 +185,23 @@ class CalibrationRow(SQLModel, table=True):
 
 ALL_TABLES = [AppliedMigration, TraceRow, ScenarioRow, ItemRow, PromptRow, CallRow, RunRow,
               VerdictRow, LabelRow, QueueRow, CalibrationRow]
+
+
+class WorkRow(SQLModel, table=True):
+    """Grading work of a distributed run, leased by `judge worker` processes (migration 0003)."""
+
+    __tablename__ = "grading_work"
+    __table_args__ = (
+        UniqueConstraint("run_id", "item_id", name="uq_grading_work_run_item"),
+        Index("ix_grading_work_claim", "state", "lease_expires_at", "id"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(index=True)
+    item_id: str
+    rubric: str
+    state: str = "queued"  # queued | leased | done
+    vetoed: bool = False
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = _when(nullable=True)
+    attempts: int = 0
+    updated_at: datetime = _when()

@@ -42,6 +42,9 @@ class RunOptions:
     double_share: float = 0.1
     batch: bool = False
     batch_poll_s: float = 5.0
+    distributed: bool = False
+    local_worker: bool = True
+    wait_timeout_s: float = 24 * 3600.0
 
 
 @dataclass

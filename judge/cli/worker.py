@@ -1,0 +1,36 @@
+"""`judge worker`: take grading work from a shared database until none is left.
+
+Start any number of these on any machines pointing at one PostgreSQL database
+(JUDGE_DATABASE_URL); `judge run SUITE --distributed` enqueues the work and waits.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from judge.cli.common import cli_errors
+from judge.settings import Settings
+from judge.store.repo import open_store
+from judge.suite import work
+
+
+def worker(
+    run_id: str | None = typer.Option(None, "--run", help="only this run's work"),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
+    base_url: str | None = typer.Option(None, "--base-url"),
+    rpm: float | None = typer.Option(None, "--rpm"),
+    idle_exit: float = typer.Option(30.0, "--idle-exit", help="stop after this many seconds "
+                                    "with nothing to claim"),
+    lease: float = typer.Option(work.DEFAULT_LEASE_S, "--lease", help="lease seconds; a "
+                                "killed worker's items go to others after this"),
+    database: str | None = typer.Option(None, "--database"),
+) -> None:
+    """Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat."""
+    with cli_errors():
+        settings = Settings.load(concurrency=concurrency, base_url=base_url, rpm=rpm,
+                                 database_url=database)
+        with open_store(settings.database_url) as store:
+            stats = work.work_loop(store, work.RunProviders(store, settings), settings,
+                                   run_id=run_id, idle_exit_s=idle_exit, lease_s=lease)
+    typer.echo(f"worker {work.worker_name()}: graded {stats.items} item(s), "
+               f"{stats.provider_calls} provider call(s), {stats.cache_hits} from cache")
