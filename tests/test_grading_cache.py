@@ -98,6 +98,39 @@ def test_jsonl_cache_skips_a_half_written_line_and_keeps_appending(tmp_path: Pat
         assert c.get("k3") is not None
 
 
+def test_jsonl_cache_truncated_record_is_a_miss(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    with JsonlCache(path) as c:
+        c.put(record("k1"))
+        c.put(record("k2"))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])  # the last record cut short
+    with JsonlCache(path) as c:
+        assert c.get("k1") is not None
+        assert c.get("k2") is None and c.skipped == 1
+        c.put(record("k2", "again"))
+        got = c.get("k2")
+        assert got is not None and got.response_text == "again"
+    with JsonlCache(path) as c:
+        got = c.get("k2")
+        assert got is not None and got.response_text == "again"
+
+
+def test_render_memo_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    with JsonlCache(path) as c:
+        c.put(record("k1"))
+        c.put_memo("memo:abc", "k1", '{"label": "pass"}')
+        c.put_memo("memo:abc", "k1", '{"label": "pass"}')  # unchanged: not written twice
+    assert len(path.read_text().splitlines()) == 2
+    with JsonlCache(path) as c:
+        assert c.get_memo("memo:abc") == ("k1", '{"label": "pass"}')
+        assert c.get_memo("memo:zzz") is None
+    m = MemoryCache()
+    m.put_memo("memo:x", "k", "t")
+    assert m.get_memo("memo:x") == ("k", "t")
+
+
 def test_jsonl_cache_unwritable_path_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot open the call cache"):
         JsonlCache(tmp_path / "no-such-dir" / "calls.jsonl")

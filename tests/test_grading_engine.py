@@ -273,3 +273,52 @@ def test_async_api_and_bad_concurrency(prompt: Prompt) -> None:
     assert [v.label for v in asyncio.run(go())] == ["pass"]
     with pytest.raises(ValueError, match="concurrency"):
         run([make_item(1)], prompt, ScriptedProvider(), MemoryCache(), concurrency=0)
+
+
+def test_rerun_skips_rendering_through_the_render_memo(prompt: Prompt,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [make_item(i) for i in range(5)]
+    cache = MemoryCache()
+    run(items, prompt, ScriptedProvider(default=PASS), cache)
+    assert len(cache.memos) == 5
+
+    def no_render(*a: Any, **k: Any) -> Any:
+        raise AssertionError("rendered on a cached rerun")
+
+    import judge.grading.engine as engine
+    monkeypatch.setattr(engine, "render", no_render)
+    provider = ScriptedProvider()
+    out = run(items, prompt, provider, cache, replay_only=True)
+    assert [v.label for v in out] == ["pass"] * 5 and provider.requests == []
+
+
+def test_changed_item_misses_the_memo_and_is_graded_again(prompt: Prompt) -> None:
+    cache = MemoryCache()
+    run([make_item(1)], prompt, ScriptedProvider(default=PASS), cache)
+    changed = make_item(1)
+    object.__setattr__(changed, "goal", "Refund order-1 twice.")
+    provider = ScriptedProvider(default=PASS)
+    run([changed], prompt, provider, cache)
+    assert len(provider.requests) == 1 and len(cache) == 2
+
+
+class PlainCache:
+    """A CallCache with only get/put (no render memo), like a minimal store."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, Any] = {}
+
+    def get(self, cache_key: str) -> Any:
+        return self.records.get(cache_key)
+
+    def put(self, record: Any) -> None:
+        self.records[record.cache_key] = record
+
+
+def test_a_cache_without_the_memo_still_serves_reruns(prompt: Prompt) -> None:
+    cache = PlainCache()
+    items = [make_item(i) for i in range(3)]
+    run(items, prompt, ScriptedProvider(default=PASS), cache)  # type: ignore[arg-type]
+    provider = ScriptedProvider()
+    out = run(items, prompt, provider, cache)  # type: ignore[arg-type]
+    assert provider.requests == [] and [v.label for v in out] == ["pass"] * 3

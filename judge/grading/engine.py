@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.formats import Verdict
-from judge.grading.keys import KeyMaker
+from judge.grading.cache import RenderMemo
+from judge.grading.keys import KeyMaker, MemoMaker
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, reask, render
 from judge.providers.base import (
@@ -82,6 +83,9 @@ class _Run:
         self.stats = stats
         self.spec = provider.spec
         self.keys: KeyMaker | None = None
+        self.memo: RenderMemo | None = cache if isinstance(cache, RenderMemo) else None
+        self.memo_keys = (MemoMaker(prompt.hash, provider.spec, params, redaction)
+                          if self.memo is not None else None)
         self.base_meta: dict[str, Any] = {"display_name": provider.display_name}
         self.stamp = {"rubric": prompt.rubric, "prompt_version": prompt.version,
                       "prompt_hash": prompt.hash, "model": provider.spec}
@@ -92,9 +96,8 @@ class _Run:
                                  request.schema_name)
         return self.keys.key(request)
 
-    async def call(self, request: JudgeRequest) -> tuple[str, bool]:
-        """The completion text for `request` and whether it came from the cache."""
-        key = self.key_of(request)
+    async def call(self, request: JudgeRequest, key: str) -> tuple[str, bool]:
+        """The completion text for `request` (cache key `key`) and whether it was cached."""
         rec = self.cache.get(key)
         if rec is not None:
             self.stats.cache_hits += 1
@@ -141,15 +144,28 @@ class _Run:
             return self._unscored(item, f"grading error: {type(exc).__name__}: {exc}", None)
 
     async def _grade(self, item: Item) -> Verdict:
+        memo_key = None
+        if self.memo is not None and self.memo_keys is not None:
+            # a rerun: the call made for this very item, found without rendering it
+            memo_key = self.memo_keys.key(item)
+            hit = self.memo.get_memo(memo_key)
+            if hit is not None:
+                try:
+                    verdict = parse_verdict(hit[1], item, self.prompt, self.spec)
+                except VerdictInvalid:
+                    pass  # not a usable answer: take the full path (it re-asks)
+                else:
+                    self.stats.cache_hits += 1
+                    return self._finish(item, verdict, {"cached": True})
         request = render(self.prompt, item, self.params, self.redaction)
-        text, cached = await self.call(request)
+        key = self.key_of(request)
+        text, cached = await self.call(request, key)
         try:
             verdict = parse_verdict(text, item, self.prompt, self.spec)
-            return self._finish(item, verdict, {"cached": cached})
         except VerdictInvalid as first:
             self.stats.reasks += 1
             again = reask(request, text, first.reason)
-            text2, cached2 = await self.call(again)
+            text2, cached2 = await self.call(again, self.key_of(again))
             try:
                 verdict = parse_verdict(text2, item, self.prompt, self.spec)
             except VerdictInvalid as second:
@@ -158,6 +174,9 @@ class _Run:
                           f"(first answer: {first.reason})", text2)
             return self._finish(item, verdict, {"cached": cached and cached2, "reasked": True,
                                                 "reask_reason": first.reason})
+        if memo_key is not None and self.memo is not None:
+            self.memo.put_memo(memo_key, key, text)
+        return self._finish(item, verdict, {"cached": cached})
 
     def _finish(self, item: Item, verdict: Verdict, extra: dict[str, Any]) -> Verdict:
         meta = {**verdict.metadata, **self.base_meta, **extra}
