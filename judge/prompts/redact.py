@@ -63,6 +63,21 @@ _INLINE_HINTS = ("passw", "pwd", "passphrase", "secret", "token", "apikey", "api
 _NON_ALNUM = re.compile(r"[^a-z0-9]")
 
 
+# Every name `is_secret_field` accepts contains one of these once lowercased and stripped
+# of non-alphanumerics; text without any of them cannot hold a secret-named field.
+_FIELD_HINTS = ("passw", "pwd", "passphrase", "secret", "token", "key", "auth", "cookie",
+                "credential")
+_NON_ALNUM_ANY = re.compile(r"[^0-9a-z]+")
+
+
+def may_hold_secret_fields(serialized: str) -> bool:
+    """False only when the JSON text of a value cannot contain a secret-named field."""
+    if "\\" in serialized:
+        return True  # escapes could hide a name's characters; walk to be sure
+    flat = _NON_ALNUM_ANY.sub("", serialized.lower())
+    return any(h in flat for h in _FIELD_HINTS)
+
+
 @lru_cache(maxsize=4096)
 def is_secret_field(name: str) -> bool:
     norm = _NON_ALNUM.sub("", name.lower())

@@ -10,20 +10,26 @@ The candidate's identity and secrets are scrubbed first (see redact.py).
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from judge.errors import ConfigError
 from judge.items.model import Item
 from judge.items.slice import dumps
 from judge.prompts.files import VAR_RE, Prompt
-from judge.prompts.redact import Redaction, Scrubber, escape_fences
+from judge.prompts.redact import Redaction, Scrubber, escape_fences, may_hold_secret_fields
 from judge.providers.base import JudgeRequest, ModelParams
 
 _STATUSES = ("active", "completed", "revoked", "failed", "expired")
 
 
-def _format_value(v: Any) -> str:
-    return v if isinstance(v, str) else dumps(v)
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def indent_lines(text: str) -> str:
+    """Indent continuation lines of data, so content cannot fake an event or entry header
+    (every real header starts a line; data never does)."""
+    return _LINE_BREAKS.sub("\n    ", text) if not text.isprintable() else text
 
 
 class Blocks:
@@ -40,12 +46,20 @@ class Blocks:
 
     def data(self, v: Any) -> None:
         self.data_at.append(len(self.segs))
-        self.segs.append(_format_value(self.scrub.value(v)))
+        if isinstance(v, str):
+            self.segs.append(v)
+            return
+        text = dumps(v)
+        if self.scrub.secrets and may_hold_secret_fields(text):
+            redacted = self.scrub.value(v)
+            if redacted is not v:
+                text = dumps(redacted)
+        self.segs.append(text)
 
     def finish(self) -> str:
         pieces = self.scrub.texts([self.segs[i] for i in self.data_at])
         for i, text in zip(self.data_at, pieces, strict=True):
-            self.segs[i] = escape_fences(text)
+            self.segs[i] = indent_lines(escape_fences(text))
         self.data_at = []
         return "".join(self.segs)
 
@@ -117,7 +131,10 @@ def events_text(events: tuple[dict[str, Any], ...], scrub: Scrubber,
 
 
 def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
-    """The snapshot grouped by status, one entry per line; superseded values last."""
+    """The snapshot grouped by status, one entry per line; superseded values last.
+
+    `- key (class, sensitivity, set by source at turn N): value | aliases: a; b`
+    """
     lines = 0
     for status in _STATUSES:
         entries = ledger.get(status) or []
@@ -126,13 +143,14 @@ def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
         b.lit(("\n" if lines else "") + f"{status}:")
         lines += 1
         for e in entries:
-            fields = {"key": e["key"], "class": e["class"], "value": e.get("value"),
-                      "sensitivity": e["sensitivity"], "source": e["source"],
-                      "since_turn": e["since_turn"]}
-            if e.get("aliases"):
-                fields["aliases"] = e["aliases"]
             b.lit("\n- ")
-            b.data(fields)
+            b.data(e["key"])
+            b.lit(f" ({e['class']}, {e['sensitivity']}, set by {e['source']} at turn "
+                  f"{e['since_turn']}): ")
+            b.data(e.get("value"))
+            if e.get("aliases"):
+                b.lit(" | aliases: ")
+                b.data("; ".join(str(a) for a in e["aliases"]))
     olds = ledger.get("superseded") or []
     if olds:
         b.lit(("\n" if lines else "")
@@ -140,8 +158,10 @@ def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
         lines += 1
         for o in olds:
             b.lit("\n- ")
-            b.data({"key": o["key"], "old_value": o.get("value"), "set_turn": o["set_turn"],
-                    "superseded_turn": o["superseded_turn"]})
+            b.data(o["key"])
+            b.lit(": ")
+            b.data(o.get("value"))
+            b.lit(f" (set at turn {o['set_turn']}, superseded at turn {o['superseded_turn']})")
     if not lines:
         b.lit("(the reviewed ledger has no entries at this point)")
 
