@@ -4,6 +4,7 @@ and the calibration records routing reads. Statistics take plain arrays."""
 from judge.calibration.build import MIN_PER_CLASS as MIN_PER_CLASS
 from judge.calibration.build import TooFewLabelsError as TooFewLabelsError
 from judge.calibration.build import build_record as build_record
+from judge.calibration.compare import compare_verdicts as compare_verdicts
 from judge.calibration.fit import fit_calibrator as fit_calibrator
 from judge.calibration.metrics import brier_score as brier_score
 from judge.calibration.metrics import coverage_curve as coverage_curve
@@ -17,6 +18,6 @@ from judge.calibration.threshold import choose_threshold as choose_threshold
 
 __all__ = [
     "MIN_PER_CLASS", "CalibrationRecord", "TooFewLabelsError", "brier_score", "build_record",
-    "choose_threshold", "coverage_curve", "expected_calibration_error", "find_record",
-    "fit_calibrator", "load_records", "reliability_curve", "stale_rubrics",
+    "choose_threshold", "compare_verdicts", "coverage_curve", "expected_calibration_error",
+    "find_record", "fit_calibrator", "load_records", "reliability_curve", "stale_rubrics",
 ]

@@ -100,7 +100,9 @@ def _calibration(cal: dict[str, Any] | None) -> list[str]:
                  f"{escape(str(rec['prompt_version']))}, model {escape(str(rec['model']))}, "
                  f"threshold {fmt(rec['threshold'], 4)} for target {rec['target']}, expected "
                  f"review share {fmt(rec['expected_review_share'])}; calibrated here: ECE "
-                 f"{fmt(cal['ece_calibrated'])}, Brier {fmt(cal['brier_calibrated'])}.")
+                 f"{fmt(cal['ece_calibrated'])}, Brier {fmt(cal['brier_calibrated'])} "
+                 f"(in-sample if these labels fitted the record; its held-out ECE is "
+                 f"{fmt(rec['held_out_ece'])}).")
     else:
         text += " No calibration record for these verdicts: curves use raw confidence."
     target = rec["target"] if rec else None

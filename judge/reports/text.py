@@ -111,7 +111,8 @@ def calibration_markdown(report: AgreementReport) -> list[str]:
                   f"{rec['model']}, threshold {fmt(rec['threshold'], 4)} for target "
                   f"{rec['target']}, expected review share {fmt(rec['expected_review_share'])}. "
                   f"Calibrated here: ECE {fmt(cal['ece_calibrated'])}, Brier "
-                  f"{fmt(cal['brier_calibrated'])}."]
+                  f"{fmt(cal['brier_calibrated'])} (in-sample if these labels fitted the "
+                  f"record; its held-out ECE is {fmt(rec['held_out_ece'])})."]
     lines.append("")
     for kind in ("raw", "calibrated"):
         bins = cal.get(f"reliability_{kind}")
