@@ -10,7 +10,9 @@ Two item sets are measured, with the scope_fidelity prompt:
 - "tau-airline": examples/scenarios/tau-airline as shipped (mutating calls only, the airline
   policy as ~50 reviewed ledger entries shown in every request).
 For each: the events block of one item vs every event of its trace (same formatting), and
-the rendered request (system + user) vs the same prompt rendered with the whole transcript.
+the rendered request (system + user) vs the same prompt rendered with the whole transcript,
+and how much of a request is the prefix every request shares (the system message and the
+rubric text come before any item data, so provider prompt caching applies to them).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def measure(name: str, loaded: LoadedScenario, traces: list[Trace], budget: int)
     whole_tok: list[int] = []
     req_tok: list[int] = []
     whole_req_tok: list[int] = []
+    own_tok: list[int] = []  # beyond the prefix shared by every request (prompt caching)
     t_items = t_render = 0.0
     for trace in traces:
         t0 = time.perf_counter()
@@ -71,7 +74,9 @@ def measure(name: str, loaded: LoadedScenario, traces: list[Trace], budget: int)
         for it, r in zip(items, requests, strict=True):
             slice_tok.append(tokens(events_text(it.events, scrub, it.seq)))
             whole_tok.append(whole)
-            req_tok.append(tokens(r.system + r.messages[0]["content"]))
+            user = r.messages[0]["content"]
+            req_tok.append(tokens(r.system + user))
+            own_tok.append(tokens(user[user.index("The data blocks of this request"):]))
             whole_req_tok.append(whole_request)
     n = len(req_tok)
     med = statistics.median
@@ -82,6 +87,8 @@ def measure(name: str, loaded: LoadedScenario, traces: list[Trace], budget: int)
     print(f"  request: median {med(req_tok):>5.0f} tokens/item vs whole-transcript request "
           f"{med(whole_req_tok):>5.0f} -> {med(whole_req_tok) / med(req_tok):.1f}x smaller "
           f"(p90 item {sorted(req_tok)[n * 9 // 10]}, max {max(req_tok)})")
+    print(f"  of which {med(req_tok) - med(own_tok):.0f} tokens are a prefix shared by every "
+          f"request (system + rubric text; cacheable), median {med(own_tok):.0f} per item")
 
 
 def main() -> None:

@@ -48,7 +48,13 @@ def test_render_fills_every_block_and_is_deterministic() -> None:
         assert f"<<<DATA nonce={n} name={name}>>>" in text
     user = req.messages[0]["content"]
     assert user.count(f"<<<END nonce={n}>>>") == 4
-    assert f"<<<DATA nonce={n}" in req.system  # the system prompt names the fence
+    assert f"use nonce {n}." in user
+    # the system message and the rubric text before the nonce are the same for every item,
+    # so providers can cache that prefix
+    other = render(prompt, _refund_items()[0], ModelParams(temperature=0.0, seed=7))
+    assert other.system == req.system
+    head = user.split(f"use nonce {n}")[0]
+    assert other.messages[0]["content"].startswith(head) and len(head) > 2000
     assert "refundOnce" in text and "Refund order-17" in text
     assert "[seq 10 · turn 3] tool_call refund_order (call c3) args=" in text
     assert render(prompt, item, ModelParams(temperature=0.0, seed=7)) == req  # cacheable
@@ -79,8 +85,8 @@ def test_forged_fence_in_content_cannot_close_the_block() -> None:
 def test_nonce_depends_on_content() -> None:
     a, b = _refund_items()
     p = load_prompt("scope_fidelity")
-    na = re.search(r"nonce=(\w+)", render(p, a).system)
-    nb = re.search(r"nonce=(\w+)", render(p, b).system)
+    na = re.search(r"use nonce (\w+)", render(p, a).messages[0]["content"])
+    nb = re.search(r"use nonce (\w+)", render(p, b).messages[0]["content"])
     assert na and nb and na.group(1) != nb.group(1)
 
 
