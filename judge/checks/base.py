@@ -10,7 +10,7 @@ from __future__ import annotations
 from judge.checks.context import CheckContext
 from judge.checks.report import Finding
 from judge.ledger.scenario import Sensitivity, Severity
-from judge.trace.model import Event
+from judge.trace.model import Event, EventKind
 
 MAX_FINDINGS = 100
 
@@ -33,6 +33,7 @@ class Check:
     name = "check"
     severity = Severity.TASK_QUALITY
     safety_critical = False
+    kinds: frozenset[EventKind] = frozenset()  # the event kinds `on_event` wants to see
 
     def __init__(self, ctx: CheckContext) -> None:
         self.findings: list[Finding] = []
@@ -44,7 +45,10 @@ class Check:
         return True
 
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        """Look at one event (the context reflects everything before it)."""
+        """Look at one event of `kinds` (the context reflects everything before it)."""
+
+    def on_turn(self, turn: int, ctx: CheckContext) -> None:
+        """The trace moves to `turn` (called before its first event; only if overridden)."""
 
     def finish(self, ctx: CheckContext) -> None:
         """Report what only the end of the trace can tell, and a pass if nothing failed."""

@@ -17,6 +17,7 @@ from judge.trace.model import Event, EventKind
 
 class Budgets(Check):
     name = "budget"
+    kinds = frozenset({EventKind.TOOL_CALL})
     severity = Severity.COSTLY
 
     def __init__(self, ctx: CheckContext) -> None:
@@ -25,6 +26,7 @@ class Budgets(Check):
         self.reads_after = 0
         self.counts: dict[int, int] = {}
         self._exempt: dict[str, bool] = {}
+        self._read: dict[str, bool] = {}
 
     def applies(self, ctx: CheckContext) -> bool:
         b = ctx.rules.budgets
@@ -32,8 +34,6 @@ class Budgets(Check):
                 or b.max_reads_after_completion is not None)
 
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        if ev.kind is not EventKind.TOOL_CALL:
-            return
         b = ctx.rules.budgets
         tool = ev.tool or ""
         self.steps += 1
@@ -52,18 +52,23 @@ class Budgets(Check):
                     self.fail(f"identical `{tool}` call repeated {n} times (budget "
                               f"{b.max_identical_calls}) {where(ev.turn, ev.seq)}",
                               seq=ev.seq, turn=ev.turn)
-        if b.max_reads_after_completion is not None and ctx.complete and self._is_read(tool, ctx):
+        if (b.max_reads_after_completion is not None and ctx.complete_at is not None
+                and self._is_read(tool, ctx)):
             self.reads_after += 1
             if self.reads_after == b.max_reads_after_completion + 1:
                 self.fail(f"{self.reads_after} reads after completion (budget "
                           f"{b.max_reads_after_completion}), `{tool}` "
                           f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
 
-    @staticmethod
-    def _is_read(tool: str, ctx: CheckContext) -> bool:
-        if ctx.rules.read_tools:
-            return any_glob(tool, ctx.rules.read_tools)
-        return not any_glob(tool, ctx.rules.mutating_tools)
+    def _is_read(self, tool: str, ctx: CheckContext) -> bool:
+        read = self._read.get(tool)
+        if read is None:
+            if ctx.rules.read_tools:
+                read = any_glob(tool, ctx.rules.read_tools)
+            else:
+                read = not any_glob(tool, ctx.rules.mutating_tools)
+            self._read[tool] = read
+        return read
 
     def pass_message(self, ctx: CheckContext) -> str:
         return f"within budgets ({self.steps} tool calls)"

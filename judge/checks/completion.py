@@ -58,6 +58,7 @@ class CompletionCheck(Check):
 
 class PostCompletionMutation(Check):
     name = "post_completion_mutation"
+    kinds = frozenset({EventKind.TOOL_CALL})
     severity = Severity.UNSAFE
     safety_critical = True
 
@@ -66,8 +67,6 @@ class PostCompletionMutation(Check):
         return comp is not None and not comp.allow_mutations_after
 
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        if ev.kind is not EventKind.TOOL_CALL:
-            return
         comp = ctx.rules.completion
         assert comp is not None
         tool = ev.tool or ""
@@ -96,6 +95,7 @@ class PostCompletionMutation(Check):
 
 class SuccessClaims(Check):
     name = "success_claim"
+    kinds = frozenset({EventKind.ASSISTANT})
     severity = Severity.TASK_QUALITY
 
     def applies(self, ctx: CheckContext) -> bool:

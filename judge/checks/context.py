@@ -8,7 +8,9 @@ at most `MAX_LOOKUP_VALUES` scalars per rule, pending calls at most `MAX_PENDING
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +59,8 @@ class CheckContext:
         self.ledger = loaded.ledger
         self._snap_turn = -1
         self._snap: LedgerSnapshot | None = None
+        self._ledger_turns = loaded.ledger.turns()
+        self._segments: dict[tuple[int, bool], LedgerSnapshot] = {}
         self.turn = 0
         self.seq = 0
         self.events = 0
@@ -72,19 +76,36 @@ class CheckContext:
         self._pending: OrderedDict[str, Call] = OrderedDict()
         self._last_call: dict[str, Call] = {}
         # lookups: per rule index, scalars returned by successful lookup results
-        self.lookup_values: list[OrderedDict[Any, At]] = [OrderedDict() for _ in self.rules.lookups]
+        self.lookup_values: list[dict[Any, At]] = [{} for _ in self.rules.lookups]
         self.lookup_seen: list[At | None] = [None for _ in self.rules.lookups]
+        self._lookup_rules: dict[str, list[int]] = {}
         # keys across compaction: key -> where it was lost (None = held)
         self.lost: dict[str, At] = {}
         self.state_writes: dict[str, At] = {}
+        self.after: dict[EventKind, Callable[[Event], None]] = {
+            EventKind.TOOL_CALL: self._after_call, EventKind.TOOL_RESULT: self._after_result,
+            EventKind.ASSISTANT: self._after_assistant, EventKind.USER: self._after_user,
+            EventKind.SUMMARY: self._after_summary,
+            EventKind.STATE_WRITE: self._after_state_write,
+        }
 
     # -- ledger ------------------------------------------------------------------------
     def ledger_at(self, turn: int | None = None) -> LedgerSnapshot:
+        """The ledger at a turn (default: the current event's), shared while unchanged.
+
+        Every turn after the last delta of a segment sees the same ledger (turn-scoped
+        entries have expired by then), so one snapshot per (segment, exact turn) suffices.
+        """
         t = self.turn if turn is None else turn
-        if self._snap is None or t != self._snap_turn:
-            self._snap = self.ledger.at(t)
-            self._snap_turn = t
-        return self._snap
+        if self._snap is not None and t == self._snap_turn:
+            return self._snap
+        i = bisect_right(self._ledger_turns, t) - 1
+        seg = (i, i >= 0 and self._ledger_turns[i] == t)
+        snap = self._segments.get(seg)
+        if snap is None:
+            snap = self._segments[seg] = self.ledger.at(t)
+        self._snap, self._snap_turn = snap, t
+        return snap
 
     @property
     def complete(self) -> bool:
@@ -99,34 +120,40 @@ class CheckContext:
 
     # -- event bookkeeping -------------------------------------------------------------
     def begin(self, ev: Event) -> None:
-        assert ev.seq is not None and ev.turn is not None
-        self.turn = ev.turn
-        self.seq = ev.seq
+        """Move to an event (the runner inlines this in its loop)."""
+        self.turn = ev.turn or 0
+        self.seq = ev.seq or 0
         self.events += 1
 
     def end(self, ev: Event) -> None:
-        at = At(self.turn, self.seq)
-        kind = ev.kind
-        if kind is EventKind.TOOL_CALL:
-            call = Call(ev.tool or "", ev.args or {}, at)
-            if self.complete:
-                self.post_completion_actions += 1
-            if ev.call_id is not None:
-                self._pending[ev.call_id] = call
-                if len(self._pending) > MAX_PENDING:
-                    self._pending.popitem(last=False)
-            self._last_call[call.tool] = call
-        elif kind is EventKind.TOOL_RESULT:
-            self._on_result(ev, at)
-        elif kind is EventKind.ASSISTANT:
-            self.last_assistant = (at, ev.text or "")
-        elif kind is EventKind.USER:
-            self.last_user = (at, ev.text or "")
-        elif kind is EventKind.SUMMARY:
-            self._on_summary(ev, at)
-        elif kind is EventKind.STATE_WRITE:
-            self._on_state_write(ev, at)
-        self.last_turn_seen = self.turn
+        """Record an event after the checks saw it (the runner calls `after[kind]`)."""
+        self.after[ev.kind](ev)
+
+    def _after_call(self, ev: Event) -> None:
+        call = Call(ev.tool or "", ev.args or {}, At(self.turn, self.seq))
+        if self.complete_at is not None:
+            self.post_completion_actions += 1
+        if ev.call_id is not None:
+            pending = self._pending
+            pending[ev.call_id] = call
+            if len(pending) > MAX_PENDING:
+                pending.popitem(last=False)
+        self._last_call[call.tool] = call
+
+    def _after_result(self, ev: Event) -> None:
+        self._on_result(ev, At(self.turn, self.seq))
+
+    def _after_assistant(self, ev: Event) -> None:
+        self.last_assistant = (At(self.turn, self.seq), ev.text or "")
+
+    def _after_user(self, ev: Event) -> None:
+        self.last_user = (At(self.turn, self.seq), ev.text or "")
+
+    def _after_summary(self, ev: Event) -> None:
+        self._on_summary(ev, At(self.turn, self.seq))
+
+    def _after_state_write(self, ev: Event) -> None:
+        self._on_state_write(ev, At(self.turn, self.seq))
 
     def call_for(self, ev: Event) -> Call | None:
         """The call a result answers: by `call_id`, else the nearest preceding call of it."""
@@ -139,10 +166,14 @@ class CheckContext:
         if ev.error is not None:
             return  # a failed or timed-out result completes nothing and proves nothing
         tool = ev.tool or ""
-        for i, rule in enumerate(self.rules.lookups):
-            if any(glob_match(tool, t) for t in rule.lookups()):
-                self._record_lookup(i, ev.result, rule.result_path, at)
-        if self.complete or not self.subgoals:
+        rules = self._lookup_rules.get(tool)
+        if rules is None:
+            rules = self._lookup_rules[tool] = [
+                i for i, r in enumerate(self.rules.lookups)
+                if any(glob_match(tool, t) for t in r.lookups())]
+        for i in rules:
+            self._record_lookup(i, ev.result, self.rules.lookups[i].result_path, at)
+        if self.complete_at is not None or not self.subgoals:
             return
         args = call.args if call is not None else {}
         snap = self.ledger_at()
@@ -166,11 +197,7 @@ class CheckContext:
             if v not in seen:
                 seen[v] = at
                 if len(seen) > MAX_LOOKUP_VALUES:
-                    seen.popitem(last=False)
-            if isinstance(v, str) and v.isdigit():
-                seen.setdefault(int(v), at)
-            elif isinstance(v, int):
-                seen.setdefault(str(v), at)
+                    del seen[next(iter(seen))]
 
     def _on_summary(self, ev: Event, at: At) -> None:
         if (ev.reason or "").strip().lower() != "compaction":

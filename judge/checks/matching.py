@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any
@@ -16,6 +16,8 @@ from judge.ledger.reducer import Entry, LedgerSnapshot
 from judge.ledger.scenario import ArgMatcher, ResultMatcher
 
 MISSING: Any = object()
+_FLAT = frozenset({str, int, float, bool, type(None)})
+_SCALAR = frozenset({str, int, float})
 
 
 @lru_cache(maxsize=4096)
@@ -106,6 +108,41 @@ def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> 
     return not json_in(v, held)
 
 
+ArgTest = Callable[[dict[str, Any], LedgerSnapshot], bool]
+
+
+def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
+    """`arg_matches` for one matcher, specialised once (the hot path of `forbidden`)."""
+    path = m.path
+    if "." not in path and m.exists is None and m.equals is not None:
+        want = m.equals
+        if is_scalar(want):
+            t = type(want)
+
+            def equals(args: dict[str, Any], _snap: LedgerSnapshot) -> bool:
+                v = args.get(path, MISSING)
+                return v is not MISSING and ((type(v) is t and v == want) or json_eq(v, want))
+            return equals
+    if "." not in path and m.exists is None and (m.in_ is not None or m.not_in is not None):
+        items = m.in_ if m.in_ is not None else m.not_in
+        assert items is not None
+        inside = m.in_ is not None
+        fast = {x for x in items if is_scalar(x)}
+        rest = [x for x in items if not is_scalar(x)]
+
+        def member(args: dict[str, Any], _snap: LedgerSnapshot) -> bool:
+            v = args.get(path, MISSING)
+            if v is MISSING:
+                return False
+            found = (is_scalar(v) and v in fast) or json_in(v, rest)
+            return found is inside
+        return member
+
+    def general(args: dict[str, Any], snap: LedgerSnapshot) -> bool:
+        return arg_matches(m, args, snap)
+    return general
+
+
 def result_matches(m: ResultMatcher, result: Any) -> bool:
     v = get_path(result, m.path)
     if m.exists is not None:
@@ -124,6 +161,9 @@ def result_matches(m: ResultMatcher, result: Any) -> bool:
 
 def iter_scalars(obj: Any, limit: int = 10_000) -> Iterator[str | int | float]:
     """Strings and numbers (not booleans) nested anywhere in `obj`, at most `limit`."""
+    if type(obj) is dict and len(obj) <= limit and all(type(v) in _SCALAR for v in obj.values()):
+        yield from obj.values()  # the common flat case, no stack
+        return
     stack = [obj]
     n = 0
     while stack and n < limit:
@@ -170,6 +210,8 @@ def carries(text: str, entry: Entry) -> bool:
 
 def canonical_call(tool: str, args: dict[str, Any] | None) -> int:
     """A hash identifying a call by tool and arguments (key order does not matter)."""
+    if args is not None and all(type(v) in _FLAT for v in args.values()):
+        return hash((tool, frozenset(args.items())))  # flat args: 1, 1.0 and True collide
     try:
         body = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError):

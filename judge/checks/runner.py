@@ -21,7 +21,7 @@ from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
 from judge.trace.loader import TraceStream
-from judge.trace.model import Event, Trace, TraceHeader
+from judge.trace.model import Event, EventKind, Trace, TraceHeader
 
 CHECKS: tuple[type[Check], ...] = (
     ForbiddenCalls, Scope, StaleValues, LookupBeforeMutate, ConfirmationBeforeWrite,
@@ -46,13 +46,24 @@ def run_checks(loaded: LoadedScenario, trace: Trace | TraceStream) -> CheckRepor
                          f"not '{scenario.id}'", file=file, field="scenario")
     ctx = CheckContext(loaded)
     checks = [c for c in (cls(ctx) for cls in CHECKS) if c.applies(ctx)]
-    hooks = [c.on_event for c in checks]
-    begin, end = ctx.begin, ctx.end
-    for ev in events:
-        begin(ev)
-        for hook in hooks:
+    by_kind = {k: [c.on_event for c in checks if k in c.kinds] for k in EventKind}
+    turn_hooks = [c.on_turn for c in checks if type(c).on_turn is not Check.on_turn]
+    after = ctx.after
+    turn = -1
+    n = 0
+    for ev in events:  # ctx.begin(ev), inlined: this loop runs once per event
+        n += 1
+        if ev.turn != turn:
+            turn = ctx.turn = ev.turn or 0
+            for on_turn in turn_hooks:
+                on_turn(turn, ctx)
+        ctx.seq = ev.seq or 0
+        kind = ev.kind
+        for hook in by_kind[kind]:
             hook(ev, ctx)
-        end(ev)
+        after[kind](ev)  # ctx.end(ev), inlined
+    ctx.events = n
+    ctx.last_turn_seen = None if n == 0 else turn
     for c in checks:
         c.finish(ctx)
     findings = [f for c in checks for f in c.findings]

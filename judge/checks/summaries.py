@@ -24,6 +24,7 @@ DERIVED_CLASSES = (EntryClass.GOAL, EntryClass.CONSTRAINT, EntryClass.PERMISSION
 
 class SummaryAudit(Check):
     name = "summary_audit"
+    kinds = frozenset({EventKind.SUMMARY})
     severity = Severity.TASK_QUALITY
 
     def __init__(self, ctx: CheckContext) -> None:

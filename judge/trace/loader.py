@@ -117,15 +117,19 @@ class _Lines:
     """A file's lines with one line of push-back, numbered from 1."""
 
     def __init__(self, fh: Iterable[str]) -> None:
-        self._it = iter(fh)
+        self.it = iter(fh)
         self._pushed: tuple[int, str] | None = None
         self.lineno = 0
+
+    def take_pushed(self) -> tuple[int, str] | None:
+        item, self._pushed = self._pushed, None
+        return item
 
     def next(self) -> tuple[int, str] | None:
         if self._pushed is not None:
             item, self._pushed = self._pushed, None
             return item
-        for raw in self._it:
+        for raw in self.it:
             self.lineno += 1
             if raw.strip():
                 return self.lineno, raw
@@ -172,27 +176,67 @@ class _StreamedEvents:
         self._done = False
 
     def __iter__(self) -> Iterator[Event]:
-        validate = Event.model_validate
-        while not self._done and (item := self._lines.next()) is not None:
-            lineno, raw = item
-            obj = _loads(raw, self._file, lineno)
-            if not (isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj):
-                self._lines.push(item)
+        lines = self._lines
+        validate_json = Event.__pydantic_validator__.validate_json
+        fill = self._state.fill
+        while not self._done:
+            item = lines.take_pushed()
+            if item is None:
+                # Fast path: straight from the file; a line that is not a header is parsed
+                # and validated in one go by pydantic-core. Anything else (a header, a bad
+                # line) leaves the loop for the slow path, which words the exact error.
+                for raw in lines.it:
+                    lines.lineno += 1
+                    if raw.isspace():
+                        continue
+                    if '"trace_id"' not in raw:
+                        try:
+                            ev: Event = validate_json(raw)
+                        except ValidationError:
+                            pass
+                        else:
+                            try:
+                                fill(ev)
+                            except ValueError as exc:
+                                raise InputError(str(exc), file=self._file,
+                                                 line=lines.lineno) from None
+                            yield ev
+                            continue
+                    item = (lines.lineno, raw)
+                    break
+                else:
+                    break
+            slow = self._slow(item)
+            if slow is None:
+                lines.push(item)
                 break
-            try:
-                ev = validate(obj)
-                self._state.fill(ev)
-            except ValidationError as exc:
-                raise validation_error(exc, self._file, lineno) from None
-            except ValueError as exc:
-                raise InputError(str(exc), file=self._file, line=lineno) from None
-            yield ev
+            yield slow
         self._done = True
 
+    def _slow(self, item: tuple[int, str]) -> Event | None:
+        """Parse one line the careful way: None for a header line, else the event or an
+        InputError naming the file, line and field."""
+        lineno, raw = item
+        obj = _loads(raw, self._file, lineno)
+        if not (isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj):
+            return None
+        try:
+            ev = Event.model_validate(obj)
+            self._state.fill(ev)
+        except ValidationError as exc:
+            raise validation_error(exc, self._file, lineno) from None
+        except ValueError as exc:
+            raise InputError(str(exc), file=self._file, line=lineno) from None
+        return ev
+
     def drain(self) -> None:
-        if not self._done:
-            for _ in self:
-                pass
+        """Skip the rest of this trace's events (after an error, without raising again)."""
+        while not self._done:
+            try:
+                for _ in self:
+                    pass
+            except InputError:
+                continue
 
 
 def _fail(exc: InputError, errors: list[InputError] | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class EventKind(StrEnum):
@@ -15,6 +15,12 @@ class EventKind(StrEnum):
     TOOL_RESULT = "tool_result"
     STATE_WRITE = "state_write"
     SUMMARY = "summary"
+
+    @classmethod
+    def _missing_(cls, value: object) -> EventKind | None:
+        """Accept the hyphenated aliases (`tool-call`, ...); pydantic-core honours this."""
+        alias = KIND_ALIASES.get(value) if isinstance(value, str) else None
+        return cls(alias) if alias is not None else None
 
 
 KIND_ALIASES: dict[str, str] = {
@@ -41,6 +47,7 @@ ALLOWED_FIELDS: dict[EventKind, frozenset[str]] = {
     EventKind.SUMMARY: frozenset({"text", "reason"}),
 }
 _COMMON = frozenset({"seq", "turn", "kind", "metadata"})
+_ALLOWED_ALL: dict[EventKind, frozenset[str]] = {k: _COMMON | v for k, v in ALLOWED_FIELDS.items()}
 
 
 class Event(BaseModel):
@@ -62,31 +69,21 @@ class Event(BaseModel):
     reason: str | None = None
     metadata: dict[str, Any] | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _normalize(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            kind = data.get("kind")
-            if isinstance(kind, str) and kind in KIND_ALIASES:
-                data = {**data, "kind": KIND_ALIASES[kind]}
-                kind = data["kind"]
-            try:
-                k = EventKind(str(kind))
-            except ValueError:
-                return data  # the field validator reports the unknown kind
-            extra = set(data) - _COMMON - ALLOWED_FIELDS[k]
-            if extra:
-                name = sorted(extra)[0]
-                raise ValueError(f"field '{name}' is not allowed on a {k.value} event")
-            for name in REQUIRED_FIELDS[k]:
-                if data.get(name) is None:
-                    raise ValueError(f"field '{name}' is required on a {k.value} event")
-        return data
+    @model_validator(mode="after")
+    def _kind_fields(self) -> Event:
+        """Each kind carries its own fields: no foreign ones, none of its required missing.
 
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _alias(cls, v: Any) -> Any:
-        return KIND_ALIASES.get(v, v) if isinstance(v, str) else v
+        An after-validator (not a before one) so the JSON fast path stays in pydantic-core;
+        `model_fields_set` holds exactly the fields the input gave, null or not.
+        """
+        k = self.kind
+        extra = self.model_fields_set - _ALLOWED_ALL[k]
+        if extra:
+            raise ValueError(f"field '{sorted(extra)[0]}' is not allowed on a {k.value} event")
+        for name in REQUIRED_FIELDS[k]:
+            if getattr(self, name) is None:
+                raise ValueError(f"field '{name}' is required on a {k.value} event")
+        return self
 
     @property
     def failed(self) -> bool:
