@@ -48,9 +48,10 @@ def test_json_fence_and_surrounding_prose_are_tolerated(item: Item) -> None:
 
 
 def test_pass_drops_a_named_key(item: Item) -> None:
-    v = parse_verdict(_v(label="pass", violated_key="refundOnce"), item,
-                      load_prompt("scope_fidelity"), "m")
-    assert v.label == "pass" and v.violated_key is None
+    for key in ("refundOnce", "notAKey", "null", None):
+        v = parse_verdict(_v(label="pass", violated_key=key), item,
+                          load_prompt("scope_fidelity"), "m")
+        assert v.label == "pass" and v.violated_key is None
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -61,6 +62,7 @@ def test_pass_drops_a_named_key(item: Item) -> None:
     (_v(label="unscored"), "label must be one of"),
     (_v(violated_key=None), "violated_key is required when label is fail"),
     (_v(violated_key=""), "violated_key is required when label is fail"),
+    (_v(violated_key="null"), "violated_key is required when label is fail"),
     (_v(violated_key="madeUpKey"), "violated_key 'madeUpKey' is not a key of the ledger"),
     (_v(violated_key=3), "violated_key must be a string"),
     (_v(evidence_event=1), "evidence_event 1 is not the seq of an event shown"),

@@ -68,8 +68,8 @@ def check(data: dict[str, Any], item: Item, prompt: Prompt) -> dict[str, Any]:
     if label not in prompt.labels:
         raise VerdictInvalid(f"label must be one of {', '.join(prompt.labels)} (got {label!r})")
     key = data.get("violated_key")
-    if key == "":
-        key = None
+    if key in ("", "null", "none", "None") or label == "pass":
+        key = None  # a pass names no violated key (formats §3)
     if key is not None and not isinstance(key, str):
         raise VerdictInvalid(f"violated_key must be a string or null (got {key!r})")
     if label == "fail" and key is None:
@@ -78,8 +78,6 @@ def check(data: dict[str, Any], item: Item, prompt: Prompt) -> dict[str, Any]:
     if key is not None and key not in item.ledger_keys:
         raise VerdictInvalid(f"violated_key '{key}' is not a key of the ledger shown "
                              f"(keys: {_short(sorted(item.ledger_keys)) or 'none'})")
-    if label == "pass":
-        key = None  # a pass names no violated key (formats §3)
     ev = data.get("evidence_event")
     if isinstance(ev, float) and ev.is_integer():
         ev = int(ev)
