@@ -222,3 +222,13 @@ async def test_registry_base_url_flag_drives_anthropic(srv: FakeProviderServer) 
     provider = make_provider("anthropic:claude-x", settings)
     assert json.loads((await provider.generate(REQ)).text)["label"] == "pass"
     assert srv.count("messages") == 1
+
+
+def test_token_limit_field_matches_the_server_kind() -> None:
+    from judge.providers.openai_provider import chat_body
+
+    assert OpenAIProvider("gpt-4.1-mini", api_key="k").token_field == "max_completion_tokens"
+    assert OpenAIProvider("m", api_key="k", base_url="http://localhost:8000/v1").token_field \
+        == "max_tokens"
+    body = chat_body(REQ, "gpt-4.1-mini")
+    assert body["max_completion_tokens"] == 300 and "max_tokens" not in body

@@ -156,7 +156,9 @@ class OpenAIBatchClient(BatchClient):
         ids = _unique_ids(requests)
         lines = [json.dumps({"custom_id": r.item_id, "method": "POST",
                              "url": "/v1/chat/completions",
-                             "body": chat_body(r, self.provider.model)}) for r in requests]
+                             "body": chat_body(r, self.provider.model,
+                                               token_field=self.provider.token_field)})
+                 for r in requests]
         data = ("\n".join(lines) + "\n").encode("utf-8")
         client = self.provider.client
         try:

@@ -16,14 +16,19 @@ from judge.providers.base import JudgeRequest, Provider, ProviderFailure, Provid
 from judge.providers.retry import is_retryable_status, parse_retry_after
 
 
-def chat_body(request: JudgeRequest, model: str) -> dict[str, Any]:
-    """The /v1/chat/completions body for `request` (also the body of a batch line)."""
+def chat_body(request: JudgeRequest, model: str, *,
+              token_field: str = "max_completion_tokens") -> dict[str, Any]:
+    """The /v1/chat/completions body for `request` (also the body of a batch line).
+
+    OpenAI itself takes `max_completion_tokens` (newer models reject `max_tokens`);
+    OpenAI-compatible servers get `max_tokens`, which they all understand.
+    """
     params = request.params
     body: dict[str, Any] = {
         "model": model,
         "messages": [{"role": "system", "content": request.system}, *request.messages],
         "temperature": params.temperature,
-        "max_tokens": params.max_tokens,
+        token_field: params.max_tokens,
         "response_format": {
             "type": "json_schema",
             "json_schema": {"name": request.schema_name, "strict": True,
@@ -84,9 +89,11 @@ class OpenAIProvider(Provider):
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
         self.client = client or openai.AsyncOpenAI(api_key=api_key, base_url=base_url,
                                                    timeout=timeout, max_retries=0)
+        official = base_url is None or "api.openai.com" in base_url
+        self.token_field = "max_completion_tokens" if official else "max_tokens"
 
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
-        body = chat_body(request, self.model)
+        body = chat_body(request, self.model, token_field=self.token_field)
         started = time.perf_counter()
         try:
             completion = await self.client.chat.completions.create(**body)
