@@ -232,3 +232,33 @@ def test_token_limit_field_matches_the_server_kind() -> None:
         == "max_tokens"
     body = chat_body(REQ, "gpt-4.1-mini")
     assert body["max_completion_tokens"] == 300 and "max_tokens" not in body
+
+
+@pytest.mark.slow
+async def test_flaky_server_every_request_ends_answered_or_failed() -> None:
+    import asyncio
+
+    responder = faults.flaky(0.2, seed=5, timeout_hold=3.0)
+    with FakeProviderServer(responder=responder) as server:
+        provider = _openai(server, timeout=1.0)
+        sem = asyncio.Semaphore(40)
+
+        async def one(i: int) -> tuple[str, int]:
+            async with sem:
+                try:
+                    response, attempts = await generate_with_retries(
+                        provider, REQ, retries=3, base_delay=0.001, max_delay=0.01,
+                        rng=random.Random(i))
+                except ProviderFailure as failure:
+                    return "failed", failure.attempts
+                return ("answered" if response.text else "empty"), attempts
+
+        outcomes = await asyncio.gather(*(one(i) for i in range(200)))
+        await provider.aclose()
+        kinds = {k for k, _ in outcomes}
+        assert kinds <= {"answered", "failed"} and "answered" in kinds
+        retried = sum(1 for _, attempts in outcomes if attempts > 1)
+        assert retried > 10  # 429/5xx/timeouts were retried ...
+        # every attempt is accounted for (a client-side timeout on a busy machine may fire
+        # before the request is written, so the server can see slightly fewer)
+        assert len(outcomes) < server.generation_count <= sum(a for _, a in outcomes)
