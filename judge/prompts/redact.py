@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from judge.errors import ConfigError
+
 IDENTITY_MARK = "[candidate]"
 SECRET_MARK = "[redacted:secret]"
 MIN_IDENTITY_CHARS = 3
@@ -95,6 +97,14 @@ class Redaction:
     identity_patterns: Sequence[str] = field(default_factory=tuple)
     extra_identity: Sequence[str] = field(default_factory=tuple)
     secrets: bool = True
+
+    def __post_init__(self) -> None:
+        for p in self.identity_patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ConfigError(f"identity pattern {p!r} is not a valid regular expression "
+                                  f"({exc})") from None
 
 
 def identity_strings(candidate: Any, extra: Iterable[str] = ()) -> list[str]:
