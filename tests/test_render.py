@@ -240,3 +240,22 @@ def test_multiline_content_cannot_fake_an_event_header() -> None:
 def test_bad_identity_pattern_is_a_config_error_up_front() -> None:
     with pytest.raises(ConfigError, match=r"identity pattern '\(unclosed'"):
         Redaction(identity_patterns=["(unclosed"])
+
+
+def test_state_write_and_ledger_values_under_secret_names_are_redacted() -> None:
+    events = [{"kind": "user", "text": "hi"},
+              {"kind": "state_write", "key": "apiToken", "value": "tok-PLAINVALUE-991"},
+              {"kind": "tool_call", "tool": "x", "args": {}}]
+    trace = Trace.model_validate({"trace_id": "t", "events": events})
+    sc = Scenario(
+        id="s", goal="g",
+        ledger=[Delta.model_validate({"turn": 0, "op": "set", "key": "db_password",
+                                      "value": "LedgerPw-77", "class": "mutable_fact",
+                                      "persistence": "task", "sensitivity": "normal",
+                                      "source": "user"})],
+        judge=[RubricUse(rubric="scope_fidelity", on="tool_call")])
+    item = extract_items(LoadedScenario(sc, Ledger.reduce(sc.ledger), "x"), trace)[0]
+    text = _text(render(load_prompt("scope_fidelity"), item))
+    assert "tok-PLAINVALUE-991" not in text and "LedgerPw-77" not in text
+    assert "apiToken = [redacted:secret]" in text
+    assert "db_password (mutable_fact" in text

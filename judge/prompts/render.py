@@ -56,6 +56,10 @@ class Blocks:
                 text = dumps(redacted)
         self.segs.append(text)
 
+    def keyed_value(self, key: Any, value: Any) -> Any:
+        """`value` as held under `key`: redacted when the key names a secret."""
+        return self.scrub.value({str(key): value})[str(key)]
+
     def finish(self) -> str:
         pieces = self.scrub.texts([self.segs[i] for i in self.data_at])
         for i, text in zip(self.data_at, pieces, strict=True):
@@ -92,7 +96,7 @@ def add_event(b: Blocks, d: dict[str, Any]) -> None:
         b.lit(" ")
         b.data(d.get("key", ""))
         b.lit(" = ")
-        b.data(d.get("value"))
+        b.data(b.keyed_value(d.get("key", ""), d.get("value")))
     elif kind == "summary":
         if d.get("reason"):
             b.lit(" (")
@@ -147,7 +151,7 @@ def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
             b.data(e["key"])
             b.lit(f" ({e['class']}, {e['sensitivity']}, set by {e['source']} at turn "
                   f"{e['since_turn']}): ")
-            b.data(e.get("value"))
+            b.data(b.keyed_value(e["key"], e.get("value")))
             if e.get("aliases"):
                 b.lit(" | aliases: ")
                 b.data("; ".join(str(a) for a in e["aliases"]))
