@@ -55,20 +55,23 @@ class Route:
 
 def unit_draw(item_id: str, seed: int, salt: str) -> float:
     """A reproducible number in [0, 1) for one item: the same item and seed, the same draw."""
-    digest = hashlib.sha256(f"{salt}:{seed}:{item_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
+    digest = hashlib.blake2b(f"{salt}:{seed}:{item_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
 
 
 def route_verdict(verdict: Verdict, *, vetoed: bool, calibration: Calibration | None,
-                  policy: RoutingPolicy = RoutingPolicy()) -> Route:
-    """Route one verdict. `vetoed`: a deterministic check vetoed the verdict's trace."""
+                  policy: RoutingPolicy = RoutingPolicy(),
+                  calibrated: float | None = None) -> Route:
+    """Route one verdict. `vetoed`: a deterministic check vetoed the verdict's trace.
+    `calibrated`: the calibrated confidence when the caller already computed it (in bulk)."""
+    if calibrated is None:
+        calibrated = _calibrated(verdict, calibration)
     if vetoed:
-        return Route("veto", VETO, _calibrated(verdict, calibration))
+        return Route("veto", VETO, calibrated)
     if verdict.label == "unscored" or verdict.confidence is None:
         return Route("review", INVALID)
     if calibration is None:
         return Route("review", UNCALIBRATED)
-    calibrated = _calibrated(verdict, calibration)
     threshold = calibration.threshold
     if calibrated is None or threshold is None or calibrated < threshold:
         return Route("review", LOW_CONFIDENCE, calibrated)

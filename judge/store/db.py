@@ -7,11 +7,13 @@ database, so the CLI can print it and exit 2 without a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import event
@@ -94,6 +96,7 @@ def _sqlite_pragmas(engine: Engine, busy_timeout_ms: int) -> None:
         cur.execute("PRAGMA foreign_keys = ON")
         cur.execute("PRAGMA journal_mode = WAL")
         cur.execute("PRAGMA synchronous = NORMAL")
+        cur.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk writes keep indexes in memory
         cur.close()
 
     # The driver runs in autocommit (isolation_level=None) so that we issue BEGIN ourselves:
@@ -128,3 +131,80 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+_JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
+def _json_param(v: Any) -> str | None:
+    if v is None:
+        return None
+    return "{}" if isinstance(v, dict) and not v else _JSON(v)
+
+
+def _sqlite_time() -> Any:
+    """SQLAlchemy's SQLite storage format, so ORM reads and comparisons agree; rows of one
+    bulk write usually share one timestamp, so the last one is remembered."""
+    last: list[Any] = [None, None]
+
+    def fmt(v: datetime | None) -> str | None:
+        if v is None:
+            return None
+        if v is last[0]:
+            return str(last[1])
+        out = (v.astimezone(UTC) if v.tzinfo is not None else v).strftime(
+            "%Y-%m-%d %H:%M:%S.%f")
+        last[0], last[1] = v, out
+        return out
+    return fmt
+
+
+def _converter(column: Any, dialect: str) -> Any:
+    """How one column's Python value becomes a driver parameter, without SQLAlchemy's
+    per-row statement processing (bulk writes spend their time here)."""
+    kind = type(column.type).__name__
+    if kind == "JSON":
+        return _json_param
+    if kind == "DateTime" and dialect == "sqlite":
+        return _sqlite_time()
+    return None
+
+
+def insert_sql(dialect: str, table: Any, columns: list[str], *,
+               ignore_conflicts: bool = True) -> str:
+    """A driver-level INSERT for `columns` (qmark for SQLite, %s for psycopg)."""
+    names = ", ".join(f'"{c}"' for c in columns)
+    mark = "?" if dialect == "sqlite" else "%s"
+    sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join([mark] * len(columns))})'
+    if ignore_conflicts:  # uniqueness conflicts only; every other violation still fails
+        sql += " ON CONFLICT DO NOTHING"
+    return sql
+
+
+def time_param(dialect: str) -> Any:
+    """The converter for DateTime parameters of driver-level statements."""
+    return _sqlite_time() if dialect == "sqlite" else (lambda v: v)
+
+
+def json_param(v: Any) -> str | None:
+    return _json_param(v)
+
+
+def bulk_insert(conn: Connection, table: Any, rows: list[dict[str, Any]], *,
+                ignore_conflicts: bool = True) -> None:
+    """INSERT many rows with one driver-level executemany (skipping rows whose unique key is
+    already stored when `ignore_conflicts`). Rows must carry every non-autoincrement column."""
+    if not rows:
+        return
+    dialect = conn.dialect.name
+    cols = [c for c in table.columns if c.name in rows[0]]
+    sql = insert_sql(dialect, table, [c.name for c in cols], ignore_conflicts=ignore_conflicts)
+    getter = itemgetter(*(c.name for c in cols))
+    convs = [(j, conv) for j, c in enumerate(cols) if (conv := _converter(c, dialect))]
+    params: list[Any] = []
+    for row in rows:
+        values = list(getter(row))
+        for j, conv in convs:
+            values[j] = conv(values[j])
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)

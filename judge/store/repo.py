@@ -9,30 +9,35 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from judge.errors import InputError, StoreError
 from judge.formats import HumanLabel, Verdict
-from judge.routing import Calibration, RoutingPolicy, needs_second_annotator, route_verdict
+from judge.routing import RoutingPolicy, needs_second_annotator, route_verdict
 from judge.store import tables
 from judge.store.calls import DbCallCache
 from judge.store.db import (
     as_utc,
+    bulk_insert,
     database_url,
     display_url,
     insert_ignore,
+    insert_sql,
     make_engine,
     store_errors,
+    time_param,
     utcnow,
 )
 from judge.store.migrations import migrate
 from judge.store.rows import (
+    VERDICT_COLUMNS,
     canonical_hash,
     label_row,
     row_label,
     row_verdict,
-    verdict_row,
+    verdict_params,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +51,7 @@ T_RUN: Any = tables.RunRow.__table__  # type: ignore[attr-defined]
 T_VERDICT: Any = tables.VerdictRow.__table__  # type: ignore[attr-defined]
 T_LABEL: Any = tables.LabelRow.__table__  # type: ignore[attr-defined]
 T_CAL: Any = tables.CalibrationRow.__table__  # type: ignore[attr-defined]
+T_QUEUE: Any = tables.QueueRow.__table__  # type: ignore[attr-defined]
 
 _CHUNK = 500
 SAFETY = ("safety-critical", "safety_critical")
@@ -185,14 +191,17 @@ class Store:
                       vetoed_traces: Iterable[str] = (),
                       policy: RoutingPolicy | None = RoutingPolicy()) -> list[Verdict]:
         """Route and store verdicts of a run in one transaction; review-routed items join the
-        queue. A verdict already stored for (run_id, item_id) is kept (a resumed run never
-        duplicates). `policy=None` stores verdicts with the route they already carry.
-        Returns the routed verdicts."""
-        vetoed = set(vetoed_traces)
-        routed = list(verdicts) if policy is None else self._route(verdicts, vetoed, policy)
+        queue. Routing sets `route`, `route_reason`, `overruled` and `calibrated_confidence`
+        on the given verdicts (in place) and returns them. A verdict already stored for
+        (run_id, item_id) is kept (a resumed run never duplicates). `policy=None` stores the
+        verdicts with the route they already carry."""
+        routed = list(verdicts)
+        if policy is not None:
+            self._route(routed, set(vetoed_traces), policy)
         now = utcnow()
-        rows = [verdict_row(v, run_id, now) for v in routed]
-        from judge.review.queue import enqueue_rows, queue_row
+        created = time_param(self.dialect)(now)
+        params = [verdict_params(v, run_id, created) for v in routed]
+        from judge.review.queue import queue_row
 
         with store_errors(self.url), self.engine.begin() as conn:
             if conn.execute(select(T_RUN.c.run_id).where(T_RUN.c.run_id == run_id)).first() \
@@ -200,13 +209,15 @@ class Store:
                 conn.execute(insert_ignore(T_RUN, self.dialect), [{
                     "run_id": run_id, "status": "running", "suite": None, "config": {},
                     "summary": {}, "started_at": now, "finished_at": None}])
-            conn.execute(insert_ignore(T_VERDICT, self.dialect), rows)
+            if params:
+                conn.exec_driver_sql(insert_sql(self.dialect, T_VERDICT, VERDICT_COLUMNS),
+                                     params)
             review = [v for v in routed if v.route == "review"]
             if review:
-                safety = self._safety(conn, [v.item_id for v in review])
-                enqueue_rows(conn, [queue_row(
+                safety = self._safety_critical(conn, {v.rubric for v in review})
+                bulk_insert(conn, T_QUEUE, [queue_row(
                     v.item_id, reason=v.route_reason or "review", rubric=v.rubric,
-                    safety_critical=safety.get(v.item_id, False) or _safety_meta(v),
+                    safety_critical=v.item_id in safety or _safety_meta(v),
                     confidence=(v.calibrated_confidence if v.calibrated_confidence is not None
                                 else v.confidence) if v.label != "unscored" else None,
                     required=2 if policy is not None and needs_second_annotator(
@@ -214,31 +225,36 @@ class Store:
                     run_id=run_id, now=now) for v in review])
         return routed
 
-    def _route(self, verdicts: Sequence[Verdict], vetoed: set[str],
-               policy: RoutingPolicy) -> list[Verdict]:
-        cals: dict[tuple[str, str, str], Calibration | None] = {}
-        out = []
-        for v in verdicts:
-            key = (v.rubric or "", v.prompt_hash or "", v.model or "")
-            if key not in cals:
-                cals[key] = self.find_calibration(*key) if all(key) else None
-            trace_id = v.item_id.rpartition("#")[0]
-            is_veto = v.overruled or v.route == "veto" or trace_id in vetoed
-            r = route_verdict(v, vetoed=is_veto, calibration=cals[key], policy=policy)
-            out.append(v.model_copy(update={
-                "route": r.route, "route_reason": r.reason, "overruled": is_veto,
-                "calibrated_confidence": r.calibrated_confidence
-                if r.calibrated_confidence is not None else v.calibrated_confidence}))
-        return out
+    def _route(self, verdicts: list[Verdict], vetoed: set[str], policy: RoutingPolicy) -> None:
+        groups: dict[tuple[str, str, str], list[int]] = {}
+        for i, v in enumerate(verdicts):
+            groups.setdefault((v.rubric or "", v.prompt_hash or "", v.model or ""), []).append(i)
+        for key, idx in groups.items():
+            cal = self.find_calibration(*key) if all(key) else None
+            scored = [i for i in idx if verdicts[i].confidence is not None]
+            calibrated: dict[int, float] = {}
+            if cal is not None and scored:  # one vectorised call per (rubric, prompt, model)
+                values = cal.calibrate(np.array([verdicts[i].confidence for i in scored]))
+                calibrated = dict(zip(scored, np.atleast_1d(values).tolist(), strict=True))
+            for i in idx:
+                v = verdicts[i]
+                is_veto = v.overruled or v.route == "veto" or \
+                    v.item_id.rpartition("#")[0] in vetoed
+                r = route_verdict(v, vetoed=is_veto, calibration=cal, policy=policy,
+                                  calibrated=calibrated.get(i))
+                v.route, v.route_reason = r.route, r.reason
+                if is_veto and not v.overruled:
+                    v.overruled = True
+                if r.calibrated_confidence is not None:
+                    v.calibrated_confidence = r.calibrated_confidence
 
-    def _safety(self, conn: Connection, item_ids: list[str]) -> dict[str, bool]:
-        out: dict[str, bool] = {}
-        for i in range(0, len(item_ids), _CHUNK):
-            chunk = item_ids[i:i + _CHUNK]
-            for iid, sc in conn.execute(select(T_ITEM.c.item_id, T_ITEM.c.safety_critical)
-                                        .where(T_ITEM.c.item_id.in_(chunk))):
-                out[iid] = bool(sc)
-        return out
+    def _safety_critical(self, conn: Connection, rubrics: set[str | None]) -> set[str]:
+        """Stored safety-critical item ids of these rubrics (few, next to all items)."""
+        stmt = select(T_ITEM.c.item_id).where(T_ITEM.c.safety_critical.is_(True))
+        named = [r for r in rubrics if r]
+        if named and None not in rubrics:
+            stmt = stmt.where(T_ITEM.c.rubric.in_(named))
+        return {r[0] for r in conn.execute(stmt)}
 
     def verdicts_for(self, rubric: str | None, prompt_version: str | None = None,
                      model: str | None = None, *, run_id: str | None = None) -> list[Verdict]:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from judge.formats import HumanLabel, Verdict
-from judge.store.db import as_utc
+from judge.store.db import as_utc, json_param
 
 
 def verdict_row(v: Verdict, run_id: str, now: datetime) -> dict[str, Any]:
@@ -21,6 +21,22 @@ def verdict_row(v: Verdict, run_id: str, now: datetime) -> dict[str, Any]:
         "rationale": v.rationale, "reason": v.reason, "overruled": v.overruled,
         "route": v.route, "route_reason": v.route_reason, "raw_completion": v.raw_completion,
         "meta": v.metadata, "created_at": now}
+
+
+#: column order of `verdict_params`
+VERDICT_COLUMNS = ["run_id", "item_id", "rubric", "prompt_version", "prompt_hash", "model",
+                   "label", "violated_key", "evidence_event", "confidence",
+                   "calibrated_confidence", "rationale", "reason", "overruled", "route",
+                   "route_reason", "raw_completion", "meta", "created_at"]
+
+
+def verdict_params(v: Verdict, run_id: str, created: Any) -> tuple[Any, ...]:
+    """Driver parameters for VERDICT_COLUMNS (the bulk path: no per-row dicts). `created`
+    is already in the driver's form."""
+    return (run_id, v.item_id, v.rubric, v.prompt_version, v.prompt_hash, v.model, v.label,
+            v.violated_key, v.evidence_event, v.confidence, v.calibrated_confidence,
+            v.rationale, v.reason, v.overruled, v.route, v.route_reason, v.raw_completion,
+            json_param(v.metadata), created)
 
 
 _VERDICT_FIELDS = ("item_id", "label", "violated_key", "evidence_event", "confidence",
