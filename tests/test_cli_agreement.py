@@ -148,3 +148,5 @@ def test_database_mode_matches_file_mode(tmp_path: Path, files: tuple[str, str])
         assert db_doc[key] == file_doc[key], key
     code, _, err = run("agreement", "--rubric", "nope", "--db", url)
     assert code == 2 and "no stored verdicts for rubric 'nope'" in err
+    code, _, err = run("agreement", "--rubric", "scope", "--model", "other:model", "--db", url)
+    assert code == 2 and "model 'other:model'" in err and len(err.strip().splitlines()) == 1
