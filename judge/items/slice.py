@@ -17,6 +17,9 @@ from judge.trace.model import Event, EventKind
 
 CHARS_PER_TOKEN = 4
 MIN_NEEDLE_CHARS = 3
+#: How many events before the target's turn are searched for dependencies (keeps extraction
+#: linear on very long traces).
+MAX_LOOKBACK = 2000
 _TEXT_FIELDS = {"user": "text", "assistant": "text", "summary": "text", "tool_result": "result",
                 "tool_call": "args", "state_write": "value"}
 
@@ -182,7 +185,7 @@ def build_slice(
         deps: list[tuple[int, list[str]]] = []
         user_deps: list[tuple[int, list[str]]] = []
         remaining = list(needles)
-        for i in range(start - 1, -1, -1):
+        for i in range(start - 1, max(-1, start - 1 - MAX_LOOKBACK), -1):
             if not remaining:
                 break
             kind = ds[i].get("kind")
@@ -197,7 +200,7 @@ def build_slice(
             add(i, truncate_event(ds[i], field_limit, keep))
     # 4. The latest earlier call of the same tool and its result (repeats, retries).
     if target.get("kind") == "tool_call":
-        for i in range(start - 1, -1, -1):
+        for i in range(start - 1, max(-1, start - 1 - MAX_LOOKBACK), -1):
             d = ds[i]
             if d.get("kind") == "tool_call" and d.get("tool") == target.get("tool"):
                 if i not in chosen:
