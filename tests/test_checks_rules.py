@@ -143,7 +143,8 @@ def test_forbidden_after_completed_uses_the_trace(tmp_path: Path) -> None:
                                         "retry_allowed": True}],
                             "allow_mutations_after": True}}
     sc = scenario(tmp_path, rules)
-    ok = run_checks(sc, trace(user("r"), call("refund_order"), result("refund_order", {"status": "no"}),
+    ok = run_checks(sc, trace(user("r"), call("refund_order"),
+                              result("refund_order", {"status": "no"}),
                               call("refund_order"), result("refund_order", {"status": "ok"})))
     assert not failed(ok, "forbidden")
     bad = run_checks(sc, trace(user("r"), call("refund_order"),
@@ -400,7 +401,7 @@ REFUND_DONE = {"completion": {"all_of": [{"key": "refunded", "tool": "refund_ord
 def test_checkpoint_passes_when_keys_survive_compaction(tmp_path: Path) -> None:
     sc = scenario(tmp_path, REFUND_DONE, CHECKPOINT)
     r = run_checks(sc, trace(user("a", 1), call("refund_order"), result("refund_order", {}),
-                             summary("Refunded. Never order-13 or order-14; ship to US.", "compaction"),
+                             summary("Refunded. Never order-13 or order-14; ship to US."),
                              user("b", 2), summary("lost everything", "handoff"),
                              user("c", 3), say("ok")))
     assert not failed(r, "checkpoint") and passed(r, "checkpoint")
