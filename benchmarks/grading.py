@@ -5,7 +5,7 @@
    verdict-parse costs alone;
 2. cached rerun of 10,000 items from the JSONL call cache — target ≥ 5,000 items/s and zero
    provider calls;
-3. fake server at 100 ms, concurrency 50, 2,000 items: judge (openai provider, cache on)
+3. fake server at 100 ms, concurrency 50, 2,000 items: judge (openai provider, JSONL cache)
    vs the plain openai client sending the same requests to the same server at the same
    concurrency — target ≥ 90% of the plain client's throughput;
 4. fake server at 1 s, concurrency 100, 2,000 items: items/s vs the 100/s limit — target ≥ 90%.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -42,6 +43,13 @@ from judge.testing.verdicts import default_completion
 from judge.verdicts import parse_verdict
 
 PARAMS = ModelParams()
+#: client-process CPU seconds per request, per run (plain openai client, judge)
+CPU: dict[str, list[float]] = {"plain": [], "judge": []}
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} on {os.cpu_count()} cores"
 
 
 def _entry(key: str, value: Any, cls: str, sens: str = "normal", source: str = "user",
@@ -175,8 +183,10 @@ async def _plain_openai(base_url: str, bodies: list[dict[str, Any]], concurrency
             assert resp.choices[0].message.content
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - t0
+    CPU["plain"].append((time.process_time() - c0) / len(bodies))
     await client.close()
     return elapsed
 
@@ -186,7 +196,10 @@ async def _judge_openai(base_url: str, items: list[Item], prompt: Prompt,
     settings = Settings.load(environ={}, base_url=base_url, concurrency=concurrency)
     provider = make_provider("openai:gpt-4.1-mini", settings)
     stats = GradingStats()
-    elapsed = await _grade(items, prompt, provider, MemoryCache(), concurrency, stats)
+    with tempfile.TemporaryDirectory() as tmp, JsonlCache(Path(tmp) / "calls.jsonl") as cache:
+        c0 = time.process_time()  # the CLI's default cache: every call appended to a file
+        elapsed = await _grade(items, prompt, provider, cache, concurrency, stats)
+        CPU["judge"].append((time.process_time() - c0) / len(items))
     await provider.aclose()
     assert stats.provider_calls == len(items), stats.to_dict()
     return elapsed, stats
@@ -201,6 +214,8 @@ def bench_vs_plain(prompt: Prompt, n: int, rounds: int) -> None:
         asyncio.run(_judge_openai(url, make_items(100), prompt, 50))
         plain: list[float] = []
         judged: list[float] = []
+        CPU["plain"].clear()
+        CPU["judge"].clear()
         for _ in range(rounds):
             plain.append(n / asyncio.run(_plain_openai(url, bodies, 50)))
             judged.append(n / asyncio.run(_judge_openai(url, items, prompt, 50))[0])
@@ -210,17 +225,24 @@ def bench_vs_plain(prompt: Prompt, n: int, rounds: int) -> None:
           f"judge {j:.0f} items/s ({', '.join(f'{x:.0f}' for x in judged)})")
     print(f"[100ms]   judge / plain = {j / p:.1%} (target >= 90%: "
           f"{'OK' if j / p >= 0.9 else 'MISSED'}); ideal (latency bound) = {50 / 0.1:.0f}/s")
+    cp, cj = statistics.median(CPU["plain"]) * 1000, statistics.median(CPU["judge"]) * 1000
+    print(f"[100ms]   client CPU per request: plain {cp:.2f} ms, judge {cj:.2f} ms "
+          f"(judge adds {cj - cp:.2f} ms); {_load()}")
 
 
 def bench_slow_server(prompt: Prompt, n: int) -> None:
     items = make_items(n)
+    CPU["judge"].clear()
     with FakeProviderServer(latency=1.0, process=True) as srv:
         elapsed, _ = asyncio.run(_judge_openai(srv.openai_base_url, items, prompt, 100))
         served = srv.generation_count
     rate = n / elapsed
+    cpu_ms = CPU["judge"][-1] * 1000
     print(f"[1s] server at 1 s, concurrency 100, {n} items: {rate:.1f} items/s = {rate / 100:.1%} "
           f"of the 100/s limit (target >= 90%: {'OK' if rate >= 90 else 'MISSED'}); "
           f"{served} requests served, {elapsed:.1f} s")
+    print(f"[1s]   client CPU {cpu_ms:.2f} ms per item = {cpu_ms * 100 / 1000:.0%} of one core "
+          f"at 100 items/s; {_load()}")
 
 
 def main() -> None:

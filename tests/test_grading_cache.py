@@ -134,3 +134,23 @@ def test_render_memo_round_trip(tmp_path: Path) -> None:
 def test_jsonl_cache_unwritable_path_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot open the call cache"):
         JsonlCache(tmp_path / "no-such-dir" / "calls.jsonl")
+
+
+def test_repeated_system_prompt_and_schema_are_stored_once(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    system = "You are a careful judge. " * 40
+    schema = {"type": "object", "description": "x" * 400}
+    with JsonlCache(path) as c:
+        for i in range(5):
+            rec = record(f"k{i}")
+            rec.request = {"system": system, "schema": schema,
+                           "messages": [{"role": "user", "content": f"item {i}"}]}
+            c.put(rec)
+    text = path.read_text()
+    assert text.count("You are a careful judge.") == 40  # one blob line
+    assert text.count("x" * 400) == 1
+    with JsonlCache(path) as c:
+        got = c.get("k3")
+        assert got is not None
+        assert got.request == {"system": system, "schema": schema,
+                               "messages": [{"role": "user", "content": "item 3"}]}

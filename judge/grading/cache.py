@@ -12,6 +12,7 @@ A cache without it still works; the engine then renders every item.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -26,7 +27,10 @@ from judge.providers.base import CallRecord
 DEFAULT_CACHE_FILE = ".judge-cache.jsonl"
 
 _RECORD_PREFIX = b'{"cache_key":"'
-_MEMO_PREFIX = b'{"memo":"'
+#: request fields that repeat across calls and are stored once per file (the system prompt
+#: carries a per-item fence nonce, so it does not repeat)
+BLOB_FIELDS = frozenset({"schema"})
+BLOB_MIN_BYTES = 256
 
 
 @runtime_checkable
@@ -91,9 +95,11 @@ class JsonlCache:
 
     Each line is written with one `write` on an O_APPEND descriptor, so concurrent writers
     never interleave inside a line and a killed run loses at most the line being written.
-    Opening indexes lines by key without parsing them (a record is parsed when it is asked
+    Opening indexes record lines by key without parsing them (a record is parsed when asked
     for); an unreadable line (e.g. half-written) is a miss, counted in `skipped`. The newest
-    record for a key wins. Memo lines (`{"memo": …}`) are small and read at open.
+    record for a key wins. Memo lines (`{"memo": …}`) are small and read at open. Large
+    request parts repeated by every call (the output schema) are written once
+    as blob lines (`{"blob": sha256, "value": …}`) and referenced as `{"$blob": sha256}`.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -101,66 +107,97 @@ class JsonlCache:
         self.skipped = 0
         self.hits = 0
         self.misses = 0
-        self._lines: dict[str, bytes] = {}
+        self._data = b""
+        self._index: dict[str, tuple[int, int]] = {}
         self._parsed: dict[str, CallRecord] = {}
+        self._blobs: dict[str, Any] = {}
+        self._blob_of: dict[int, str] = {}  # id(value) -> blob id, for values already written
         self.memos: dict[str, tuple[str, str]] = {}
         self._fd: int | None = None
         try:
             self._load()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            if self.path.stat().st_size and not self._ends_with_newline():
+            if self._data and not self._data.endswith(b"\n"):
                 os.write(self._fd, b"\n")
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot open the call cache ({exc.strerror})") from None
 
-    def _ends_with_newline(self) -> bool:
-        with self.path.open("rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) == b"\n"
-
     def _load(self) -> None:
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
-        lines, memos = self._lines, self.memos
-        start = len(_RECORD_PREFIX)
-        for raw in data.split(b"\n"):
-            if raw.startswith(_RECORD_PREFIX):
-                end = raw.find(b'"', start)
-                if end > start:
-                    lines[raw[start:end].decode("utf-8", "replace")] = raw
-                    continue
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-                if isinstance(obj, dict) and "memo" in obj:
-                    memos[str(obj["memo"])] = (str(obj["key"]), str(obj["text"]))
+        data = self._data = self.path.read_bytes()
+        index, size, skip = self._index, len(data), len(_RECORD_PREFIX)
+        pos = 0
+        while pos < size:
+            end = data.find(b"\n", pos)
+            if end < 0:
+                end = size
+            if data.startswith(_RECORD_PREFIX, pos):
+                kend = data.find(b'"', pos + skip, end)
+                if kend > 0:
+                    index[data[pos + skip:kend].decode("utf-8", "replace")] = (pos, end)
                 else:
-                    rec = record_from_dict(obj)
-                    self._parsed[rec.cache_key] = rec
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                self.skipped += 1
+                    self.skipped += 1
+            elif end > pos and data[pos:end].strip():
+                self._load_other(data[pos:end])
+            pos = end + 1
+
+    def _load_other(self, raw: bytes) -> None:
+        try:
+            obj = orjson.loads(raw)
+            if isinstance(obj, dict) and "memo" in obj:
+                self.memos[str(obj["memo"])] = (str(obj["key"]), str(obj["text"]))
+            elif isinstance(obj, dict) and "blob" in obj:
+                self._blobs[str(obj["blob"])] = obj["value"]
+            else:
+                rec = record_from_dict(obj)
+                self._parsed[rec.cache_key] = rec
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            self.skipped += 1
 
     def get(self, cache_key: str) -> CallRecord | None:
         rec = self._parsed.get(cache_key)
         if rec is None:
-            raw = self._lines.get(cache_key)
-            if raw is not None:
+            span = self._index.get(cache_key)
+            if span is not None:
                 try:
-                    rec = record_from_dict(orjson.loads(raw))
+                    rec = record_from_dict(orjson.loads(self._data[span[0]:span[1]]))
+                    rec.request = {k: self._unblob(v) for k, v in rec.request.items()}
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                     self.skipped += 1
-                    del self._lines[cache_key]
+                    del self._index[cache_key]
         if rec is None:
             self.misses += 1
         else:
             self.hits += 1
         return rec
 
+    def _unblob(self, value: Any) -> Any:
+        if isinstance(value, dict) and len(value) == 1 and "$blob" in value:
+            return self._blobs[value["$blob"]]  # KeyError: the blob line is lost
+        return value
+
     def put(self, record: CallRecord) -> None:
         self._parsed[record.cache_key] = record
-        self._write(_dump(record_to_dict(record)))
+        d = record_to_dict(record)
+        d["request"] = {k: self._blob(v) if k in BLOB_FIELDS else v
+                        for k, v in record.request.items()}
+        self._write(_dump(d))
+
+    def _blob(self, value: Any) -> Any:
+        """A reference to `value`, written once as a blob line (the engine passes the same
+        system prompt and schema objects for every call, so `id` finds repeats cheaply)."""
+        blob_id = self._blob_of.get(id(value))
+        if blob_id is None or self._blobs.get(blob_id) is not value:
+            body = _dump(value)
+            if len(body) < BLOB_MIN_BYTES:
+                return value
+            blob_id = "sha256:" + hashlib.sha256(body).hexdigest()
+            if blob_id not in self._blobs:
+                self._write(b'{"blob":"' + blob_id.encode() + b'","value":' + body + b"}")
+            self._blobs[blob_id] = value
+            self._blob_of[id(value)] = blob_id
+        return {"$blob": blob_id}
 
     def get_memo(self, memo_key: str) -> tuple[str, str] | None:
         return self.memos.get(memo_key)
@@ -180,7 +217,7 @@ class JsonlCache:
             raise StoreError(f"{self.path}: cannot write the call cache ({exc.strerror})") from None
 
     def __len__(self) -> int:
-        return len(self._lines.keys() | self._parsed.keys())
+        return len(self._index.keys() | self._parsed.keys())
 
     def close(self) -> None:
         if self._fd is not None:

@@ -87,7 +87,9 @@ def renderer_fingerprint() -> str:
 RENDER_MODULES = ("judge.prompts.render", "judge.prompts.redact", "judge.prompts.files",
                   "judge.items.slice", "judge.items.model")
 
-_ORJSON_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+# No key sorting: equal items from the same source serialize alike, and a memo miss on a
+# reordered dict is harmless (the item is rendered and found by its cache key).
+_ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
 
 
 class MemoMaker:
