@@ -27,7 +27,7 @@ from judge.store.repo import Store, open_store
 from judge.suite import work
 from judge.suite.plan import Plan, make_plan
 from judge.suite.report import render_text
-from judge.suite.run import Collected, RunOptions, collect, grade_pending, summarize
+from judge.suite.run import Collected, RunOptions, check_and_grade, collect, summarize
 
 
 class RunFormat(StrEnum):
@@ -70,24 +70,24 @@ def execute_run(plan: Plan, store: Store, settings: Settings, opts: RunOptions,
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
         "model": model_spec, "replay_only": opts.replay_only})
     progress = _progress(show_progress)
-    advance_traces: Callable[[], None] | None = None
-    advance_items: Callable[[int], None] | None = None
+    on_trace: Callable[[], None] | None = None
+    on_total: Callable[[int], None] | None = None
+    on_stored: Callable[[int], None] | None = None
     try:
         if progress is not None:
             progress.start()
             t_traces = progress.add_task("checking traces", total=None)
-            advance_traces = lambda: progress.advance(t_traces)  # noqa: E731
-        collected = collect(plan, store, advance_traces)
-        if progress is not None:
-            n_items = sum(len(v) for v in collected.items.values())
-            t_items = progress.add_task("grading items", total=n_items)
+            t_items = progress.add_task("grading items", total=0)
             progress.advance(t_items, len(store.stored_item_ids(run_id)))
-            advance_items = lambda n: progress.advance(t_items, n)  # noqa: E731
+            on_trace = lambda: progress.advance(t_traces)  # noqa: E731
+            on_total = lambda n: progress.update(t_items, total=n)  # noqa: E731
+            on_stored = lambda n: progress.advance(t_items, n)  # noqa: E731
         if opts.distributed:
+            collected = collect(plan, store, on_trace)
             stats = _distributed(store, run_id, collected, provider, settings, opts)
         else:
-            stats = grade_pending(plan, collected, store, run_id, provider, settings, opts,
-                                  on_stored=advance_items)
+            collected, stats = check_and_grade(plan, store, run_id, provider, settings, opts,
+                                               on_trace, on_total, on_stored)
     except KeyboardInterrupt:
         store.finish_run(run_id, status="interrupted")
         warn(f"interrupted; everything graded so far is stored. Resume with: "

@@ -30,6 +30,7 @@ from judge.suite.plan import Plan, PlannedScenario, iter_source
 from judge.suite.results import run_verdicts
 
 FLUSH_EVERY = 64
+COLLECT_CHUNK = 8
 FLUSH_SECONDS = 1.0
 
 
@@ -77,9 +78,27 @@ def _from_turn(ps: PlannedScenario, report: CheckReport, div_turn: int) -> int:
     return max(passing) if passing else max(div_turn - 1, 0)
 
 
-def collect(plan: Plan, store: Store, on_trace: Callable[[], None] | None = None) -> Collected:
-    """Check every trace, extract its judge items, and store traces, scenarios and items."""
+def collect(plan: Plan, store: Store, on_trace: Callable[[], None] | None = None,
+            on_items: Callable[[list[Item]], None] | None = None,
+            chunk: int = COLLECT_CHUNK, vetoed_out: set[str] | None = None) -> Collected:
+    """Check every trace, extract its judge items, and store traces, scenarios and items.
+
+    Items are stored (and handed to `on_items`, e.g. to start grading them) every `chunk`
+    traces, after their traces' checks, so a verdict is routed knowing its trace's veto.
+    """
     out = Collected()
+    if vetoed_out is not None:
+        out.vetoed = vetoed_out  # shared, so a caller sees vetoes as they are found
+    pending: list[Item] = []
+
+    def flush() -> None:
+        if pending:
+            store.save_items(pending)
+            if on_items is not None:
+                on_items(list(pending))
+            pending.clear()
+
+    n = 0
     for ps in plan.scenarios:
         sc = ps.loaded.scenario
         out.expected[sc.id] = ps.repetitions
@@ -103,10 +122,13 @@ def collect(plan: Plan, store: Store, on_trace: Callable[[], None] | None = None
                 if ps.rubrics:
                     for item in extract_items(ps.loaded, trace, ps.rubrics):
                         out.items[item.rubric].append(item)
+                        pending.append(item)
+                n += 1
+                if n % chunk == 0:
+                    flush()
                 if on_trace is not None:
                     on_trace()
-    for items in out.items.values():
-        store.save_items(items)
+    flush()
     return out
 
 
@@ -224,3 +246,48 @@ def summarize(plan: Plan, collected: Collected, store: Store, run_id: str,
                               "no calibration record; all were sent to human review"
                               if judge.uncalibrated else None),
     }
+
+
+def check_and_grade(plan: Plan, store: Store, run_id: str, provider: Provider,
+                    settings: Settings, opts: RunOptions,
+                    on_trace: Callable[[], None] | None = None,
+                    on_items_total: Callable[[int], None] | None = None,
+                    on_stored: Callable[[int], None] | None = None,
+                    ) -> tuple[Collected, GradingStats]:
+    """Check the suite's traces and grade their items, overlapping the two.
+
+    Batch mode needs every item before it submits, so it checks first, then grades.
+    """
+    from judge.suite.pipeline import PipelinedGrader
+
+    if opts.batch:
+        collected = collect(plan, store, on_trace)
+        if on_items_total is not None:
+            on_items_total(sum(len(v) for v in collected.items.values()))
+        stats = grade_pending(plan, collected, store, run_id, provider, settings, opts,
+                              on_stored=on_stored)
+        return collected, stats
+    policy = RoutingPolicy(audit_share=opts.audit_share, double_share=opts.double_share)
+    vetoed: set[str] = set()  # filled by collect before a vetoed trace's items are graded
+    sink = _Sink(store, run_id, vetoed, policy, on_stored)
+    for rubric in {r for ps in plan.scenarios for r in ps.rubrics}:
+        store.save_prompt(plan.prompts[rubric])
+    grader = PipelinedGrader(store, plan.prompts, provider, settings,
+                             replay_only=opts.replay_only, on_result=sink.add,
+                             skip=store.stored_item_ids(run_id))
+    total = 0
+
+    def on_items(items: list[Item]) -> None:
+        nonlocal total
+        total += len(items)
+        if on_items_total is not None:
+            on_items_total(total)
+        grader.submit(items)
+
+    try:
+        collected = collect(plan, store, on_trace, on_items=on_items, vetoed_out=vetoed)
+        stats = grader.wait()
+    finally:
+        grader.close()
+        sink.flush()
+    return collected, stats
