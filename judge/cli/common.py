@@ -14,9 +14,18 @@ from judge.errors import JudgeError
 T = TypeVar("T")
 
 
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1]
+                              for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(message: str) -> str:
+    """A message as one line: line breaks inside it (e.g. from a field name) are escaped."""
+    return message.translate(_LINE_BREAKS)
+
+
 def die(message: str, code: int = 2) -> NoReturn:
     """Print one line to stderr and exit with `code` (2 = bad input or usage)."""
-    typer.echo(f"judge: error: {message}", err=True)
+    typer.echo(f"judge: error: {one_line(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -30,7 +39,7 @@ def cli_errors() -> Iterator[None]:
 
 
 def warn(message: str) -> None:
-    print(f"judge: {message}", file=sys.stderr)
+    print(f"judge: {one_line(message)}", file=sys.stderr)
 
 
 def run(fn: Callable[[], T]) -> T:
