@@ -25,6 +25,7 @@ Q: Any = QueueRow.__table__  # type: ignore[attr-defined]
 L: Any = LabelRow.__table__  # type: ignore[attr-defined]
 
 DEFAULT_LEASE_S = 900.0
+EXPIRE_EVERY_S = 2.0
 STATES = ("open", "claimed", "done")
 
 
@@ -100,6 +101,7 @@ class ReviewQueue:
     def __init__(self, engine: Engine, url: str) -> None:
         self._engine = engine
         self._url = url
+        self._last_expire: datetime | None = None
 
     # -- claiming -----------------------------------------------------------------------
     def claim(self, annotator: str, *, lease_s: float = DEFAULT_LEASE_S,
@@ -121,22 +123,42 @@ class ReviewQueue:
             params["exclude"] = list(exclude)
             binds.append(bindparam("exclude", expanding=True))
         where = " AND ".join(filters)
-        with store_errors(self._url), self._engine.begin() as conn:
-            self._expire(conn, now)
-            if conn.dialect.name == "postgresql":
-                sql = (f"WITH pick AS (SELECT q.item_id FROM review_queue q WHERE {where} "
-                       f"ORDER BY {_ORDER} LIMIT 1 FOR UPDATE SKIP LOCKED) "
-                       "UPDATE review_queue SET state = 'claimed', claimed_by = :a, "
-                       "lease_expires_at = :exp FROM pick "
-                       "WHERE review_queue.item_id = pick.item_id RETURNING review_queue.*")
-            else:
-                sql = ("UPDATE review_queue SET state = 'claimed', claimed_by = :a, "
-                       "lease_expires_at = :exp WHERE state = 'open' AND item_id = "
-                       f"(SELECT q.item_id FROM review_queue q WHERE {where} "
-                       f"ORDER BY {_ORDER} LIMIT 1) RETURNING *")
-            stmt = text(sql).bindparams(*binds).columns(*Q.c)
+        if self._engine.dialect.name == "postgresql":
+            # One statement, so it runs in autocommit: one round trip per claim.
+            sql = (f"WITH pick AS (SELECT q.item_id FROM review_queue q WHERE {where} "
+                   f"ORDER BY {_ORDER} LIMIT 1 FOR UPDATE SKIP LOCKED) "
+                   "UPDATE review_queue SET state = 'claimed', claimed_by = :a, "
+                   "lease_expires_at = :exp FROM pick "
+                   "WHERE review_queue.item_id = pick.item_id RETURNING review_queue.*")
+            conn_opts: dict[str, Any] = {"isolation_level": "AUTOCOMMIT"}
+        else:
+            sql = ("UPDATE review_queue SET state = 'claimed', claimed_by = :a, "
+                   "lease_expires_at = :exp WHERE state = 'open' AND item_id = "
+                   f"(SELECT q.item_id FROM review_queue q WHERE {where} "
+                   f"ORDER BY {_ORDER} LIMIT 1) RETURNING *")
+            conn_opts = {}
+        stmt = text(sql).bindparams(*binds).columns(*Q.c)
+        with store_errors(self._url), self._engine.connect().execution_options(
+                **conn_opts) as conn:
+            expired_now = self._expire_due(now)
+            if expired_now:
+                self._expire(conn, now)
             row = conn.execute(stmt, params).mappings().first()
+            if row is None and not expired_now:  # maybe only expired leases are left
+                self._expire(conn, now)
+                row = conn.execute(stmt, params).mappings().first()
+            if not conn_opts:
+                conn.commit()
             return QueueEntry.from_row(row) if row is not None else None
+
+    def _expire_due(self, now: datetime) -> bool:
+        """Expired leases are returned to the queue at most every EXPIRE_EVERY_S per process
+        (and whenever nothing else is left), keeping claims to one round trip."""
+        if self._last_expire is None or (now - self._last_expire).total_seconds() \
+                >= EXPIRE_EVERY_S:
+            self._last_expire = now
+            return True
+        return False
 
     def reclaim(self, item_id: str, annotator: str, *,
                 lease_s: float = DEFAULT_LEASE_S) -> QueueEntry | None:

@@ -72,7 +72,9 @@ def make_engine(url: str, *, busy_timeout_ms: int | None = None) -> Engine:
         _sqlite_pragmas(engine, timeout)
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=4,
+        # No pre-ping: a claim is one round trip; a dropped connection is invalidated by
+        # the pool on its first error (one StoreError) and replaced on the next call.
+        return create_engine(url, pool_size=2, max_overflow=4, pool_recycle=1800,
                              connect_args={"connect_timeout": 5})
     raise StoreError(f"{display_url(url)}: unsupported database (use sqlite or postgresql)")
 
