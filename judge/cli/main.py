@@ -49,6 +49,7 @@ app.add_typer(prompts_cmd.app, name="prompts")
 app.add_typer(report_cmd.app, name="report")
 app.add_typer(review_cmd.app, name="review")
 app.command("run")(run_cmd.run)
+report_cmd.app.command("run")(run_cmd.report_run)
 app.command("validate")(validate_cmd.validate)
 app.command("worker")(worker_cmd.worker)
 

@@ -78,7 +78,7 @@ def render_markdown(s: dict[str, Any]) -> str:
     out = [f"# Run {s['run_id']} — suite `{s['suite']}`", "",
            f"**Release gate: {'PASSED' if g['passed'] else 'FAILED'}**", ""]
     out += [f"- {r}" for r in g["reasons"]]
-    out += ["", f"Judge: {judge_line(s)}", ""]
+    out += ["", judge_line(s)[0].upper() + judge_line(s)[1:], ""]
     if s.get("uncalibrated_note"):
         out += [f"> {s['uncalibrated_note']}", ""]
     out += ["## Scenarios", "", "| scenario | passing repetitions |", "|---|---|"]
