@@ -1,9 +1,11 @@
-"""`judge calibrate`: fit confidence calibration from files, or check records are current.
+"""`judge calibrate`: fit confidence calibration from files or the database, or check records.
 
     judge calibrate --labels L --verdicts V [--target 0.95] [--format json|text] [--rubric R]
                     [-o calibration/]
-    judge calibrate --check [--labels L] [-o calibration/] [--model M]
+    judge calibrate --rubric R [--model M] [--target 0.95] [--format json|text] [-o DIR] [--db URL]
+    judge calibrate --check [--labels L] [-o calibration/] [--model M] [--db URL]
     judge calibrate --compare OLD.jsonl NEW.jsonl --labels L [--format json|text]
+    judge calibrate --compare OLD NEW --rubric R [--model M] [--db URL]   (prompt versions)
 
 File mode calibrates every (rubric, prompt version, prompt hash, model) found in the verdicts
 (or only `--rubric`) and prints one record per line (JSON Lines: a single record is one JSON
@@ -11,27 +13,41 @@ object); `-o DIR` also writes `DIR/<rubric>/<prompt_version>__<model>.json`. Few
 labelled items in a human class (pass or fail) is bad input: one line saying how many more
 labels are needed, exit 2. `--check` exits 1 and lists every stale rubric. `--compare`
 shows two verdict files' agreement side by side and the items whose verdict flipped.
+
+Database mode (`--rubric` without `--labels`/`--verdicts`) re-grades every labelled item of
+the rubric with its current prompt version and the model (`--model`, settings, or the
+default) through the database's call cache (a second run makes no provider call), writes the
+record under `calibration/` (JUDGE_CALIBRATION_DIR, or -o DIR) and stores it in the database,
+where routing finds it; routing also falls back to the committed files. `--check` also counts
+the database's labels when a database exists; `--compare OLD NEW --rubric R` compares two
+prompt versions' stored verdicts.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from judge.calibration.build import MIN_PER_CLASS, TooFewLabelsError, build_record
+from judge.calibration.db import records_dir
 from judge.calibration.pairs import calibration_groups
 from judge.calibration.record import CalibrationRecord, load_records
 from judge.calibration.staleness import Current, stale_rubrics
-from judge.cli.common import cli_errors, die
+from judge.cli.common import cli_errors, die, warn
 from judge.errors import ConfigError, InputError
 from judge.labels import iter_verdicts, read_labels, read_verdicts, reference_labels
 from judge.labels.report import rubric_of
 
 DEFAULT_ROOT = Path("calibration")
+PROGRESS_MIN_ITEMS = 20
 
 
 class OutputFormat(StrEnum):
@@ -44,15 +60,24 @@ def calibrate(
     verdicts: Path | None = typer.Option(None, "--verdicts", help="verdicts (JSONL)"),
     target: float = typer.Option(0.95, "--target", help="agreement auto-accepted verdicts need"),
     fmt: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json or text"),
-    rubric: str | None = typer.Option(None, "--rubric", help="only this rubric"),
+    rubric: str | None = typer.Option(
+        None, "--rubric", help="only this rubric; alone: calibrate it from the database"),
     output: Path | None = typer.Option(
-        None, "-o", "--output", help="records folder: write records here (--check: read here)"
+        None, "-o", "--output", help="records folder: write records here (--check: read here; "
+        "default $JUDGE_CALIBRATION_DIR or calibration/)"
     ),
     check: bool = typer.Option(False, "--check", help="exit 1 listing stale rubrics"),
-    compare: tuple[Path, Path] | None = typer.Option(
-        None, "--compare", help="OLD NEW verdict files: agreement side by side, flips"
+    compare: tuple[str, str] | None = typer.Option(
+        None, "--compare", help="OLD NEW: verdict files (with --labels) or prompt versions "
+        "(with --rubric, database): agreement side by side, flips"
     ),
-    model: str | None = typer.Option(None, "--model", help="--check: current model spec"),
+    model: str | None = typer.Option(
+        None, "--model", help="judge model spec (database mode, --check, --compare filter)"),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
+    db: str | None = typer.Option(
+        None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
+    progress: bool | None = typer.Option(
+        None, "--progress/--no-progress", help="progress bar (default: on a terminal)"),
     grow_share: float = typer.Option(0.2, "--grow-share", help="--check: label growth limit"),
     seed: int = typer.Option(0, "--seed", help="cross-validation folds seed"),
     min_per_class: int = typer.Option(MIN_PER_CLASS, "--min-per-class", hidden=True),
@@ -60,17 +85,25 @@ def calibrate(
     """Calibrate judge confidence against human labels (or --check records are current)."""
     with cli_errors():
         if check:
-            _check(labels, output or DEFAULT_ROOT, model, grow_share, rubric)
+            _check(labels, records_dir(output), model, grow_share, rubric, db)
             return
         if compare is not None:
-            if labels is None:
-                die("calibrate --compare needs --labels")
-            _compare(labels, compare[0], compare[1], fmt, seed)
+            if labels is not None:
+                _compare(labels, Path(compare[0]), Path(compare[1]), fmt, seed)
+            elif rubric is not None:
+                _compare_db(rubric, compare[0], compare[1], model, db, fmt, seed)
+            else:
+                die("calibrate --compare needs --labels (verdict files) or --rubric (database)")
             return
-        if labels is None or verdicts is None:
-            die("calibrate needs --labels and --verdicts (or --check)")
         if not 0.0 < target < 1.0:
             die(f"--target must lie strictly between 0 and 1 (got {target})")
+        if labels is None and verdicts is None and rubric is not None:
+            _calibrate_db(rubric, model, base_url, db, target, fmt, output, seed,
+                          min_per_class, progress)
+            return
+        if labels is None or verdicts is None:
+            die("calibrate needs --labels and --verdicts (files), --rubric (database) "
+                "or --check")
         records = calibrate_files(
             labels, verdicts, target=target, rubric=rubric, seed=seed, min_per_class=min_per_class
         )
@@ -164,22 +197,96 @@ def _current_prompts(model: str, rubric: str | None) -> list[Current]:
     return [(r, v, h, model) for r, (v, h) in sorted(latest.items())]
 
 
+def _calibrate_db(rubric: str, model: str | None, base_url: str | None, db: str | None,
+                  target: float, fmt: OutputFormat, output: Path | None, seed: int,
+                  min_per_class: int, progress: bool | None) -> None:
+    from judge.calibration.db import calibrate_rubric
+    from judge.prompts import load_prompt
+    from judge.providers.registry import default_model_spec, make_provider
+    from judge.settings import Settings
+    from judge.store import open_store
+
+    settings = Settings.load(model=model, base_url=base_url, database_url=db)
+    prompt = load_prompt(rubric)  # an unknown rubric fails before the database is opened
+    provider = make_provider(settings.model or default_model_spec(settings), settings)
+    with open_store(settings.database_url) as store, _progress(progress) as (start, tick):
+        result = calibrate_rubric(
+            store, rubric, provider, settings, prompt=prompt, target=target, seed=seed,
+            min_per_class=min_per_class, root=output, on_start=start, on_result=tick)
+        where = store.where
+    s = result.stats
+    if result.n_missing_items:
+        warn(f"{result.n_missing_items} labelled item(s) of {rubric} are not stored in the "
+             f"database and were left out")
+    warn(f"re-graded {s.items} labelled items of {rubric} with prompt {prompt.version} and "
+         f"{provider.spec}: {s.provider_calls} provider calls, {s.cache_hits} cached, "
+         f"{s.unscored} unscored; wrote {result.path}; stored in {where}")
+    rec = result.record
+    typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
+
+
+@contextmanager
+def _progress(show: bool | None) -> Iterator[tuple[Callable[[int], None],
+                                                   Callable[[object], None]]]:
+    """(start(total), tick(verdict)) callbacks driving a progress bar on stderr for long
+    re-grades; no-ops when not shown."""
+    if show is False or (show is None and not sys.stderr.isatty()):
+        yield (lambda _n: None), (lambda _v: None)
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("re-grading labelled items"), BarColumn(), MofNCompleteColumn(),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task: list[object] = []
+
+    def start(total: int) -> None:
+        if show or total > PROGRESS_MIN_ITEMS:
+            bar.start()
+            task.append(bar.add_task("calibrate", total=total))
+
+    def tick(_verdict: object) -> None:
+        if task:
+            bar.advance(task[0])  # type: ignore[arg-type]
+
+    try:
+        yield start, tick
+    finally:
+        bar.stop()
+
+
 def _label_counts(labels: Path) -> dict[str, int]:
     refs = reference_labels(read_labels(labels)).labels
     return dict(Counter(rubric_of(i) for i, r in refs.items() if r.label != "unsure"))
 
 
 def _check(
-    labels: Path | None, root: Path, model: str | None, grow_share: float, rubric: str | None
+    labels: Path | None, root: Path, model: str | None, grow_share: float, rubric: str | None,
+    db: str | None = None,
 ) -> None:
-    if model is None:
-        from judge.providers.registry import default_model_spec
-        from judge.settings import Settings
+    from judge.calibration.db import database_exists, label_counts, stored_records
+    from judge.providers.registry import default_model_spec
+    from judge.settings import Settings
 
-        model = default_model_spec(Settings.load())
+    settings = Settings.load(model=model, database_url=db)
+    model = settings.model or default_model_spec(settings)
     current = _current_prompts(model, rubric)
     counts = _label_counts(labels) if labels is not None else None
-    reasons = stale_rubrics(load_records(root), current, counts, grow_share)
+    records = load_records(root)
+    if database_exists(settings.database_url):
+        from judge.store import open_store
+
+        with open_store(settings.database_url) as store:
+            records += stored_records(store)
+            if counts is None:
+                counts = label_counts(store, rubric)
+    reasons = stale_rubrics(records, current, counts, grow_share)
     if reasons:
         for reason in reasons:
             typer.echo(f"stale: {reason}")
@@ -192,6 +299,21 @@ def _compare(labels: Path, old: Path, new: Path, fmt: OutputFormat, seed: int) -
 
     result = compare_verdicts(read_labels(labels), read_verdicts(old), read_verdicts(new),
                               seed=seed)
+    _print_compare(result, fmt)
+
+
+def _compare_db(rubric: str, old: str, new: str, model: str | None, db: str | None,
+                fmt: OutputFormat, seed: int) -> None:
+    from judge.calibration.db import compare_versions
+    from judge.settings import Settings
+    from judge.store import open_store
+
+    with open_store(db or Settings.load().database_url) as store:
+        result = compare_versions(store, rubric, old, new, model=model, seed=seed)
+    _print_compare(result, fmt)
+
+
+def _print_compare(result: dict[str, Any], fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
         typer.echo(json.dumps(result, allow_nan=False))
         return

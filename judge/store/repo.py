@@ -363,7 +363,8 @@ class Store:
 
     def find_calibration(self, rubric: str, prompt_hash: str, model: str) -> Any | None:
         """The newest calibration for (rubric, prompt hash, model), or None. A CalibrationRecord
-        when judge.calibration is installed, else the stored dict."""
+        when judge.calibration is installed, else the stored dict. When the database has none,
+        a record committed to git under ./calibration (JUDGE_CALIBRATION_DIR) is used."""
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(
                 select(T_CAL.c.record).where(T_CAL.c.rubric == rubric,
@@ -371,7 +372,7 @@ class Store:
                                              T_CAL.c.model == model)
                 .order_by(T_CAL.c.id.desc()).limit(1)).first()
         if row is None:
-            return None
+            return _file_calibration(rubric, prompt_hash, model)
         return _calibration_record(dict(row[0]))
 
     def calibrations(self) -> list[dict[str, Any]]:
@@ -390,3 +391,12 @@ def _calibration_record(data: dict[str, Any]) -> Any:
     except ImportError:
         return data
     return CalibrationRecord.model_validate(data)
+
+
+def _file_calibration(rubric: str, prompt_hash: str, model: str) -> Any | None:
+    """A record from the calibration files in the working directory (judge.calibration.db)."""
+    try:
+        from judge.calibration.db import file_record
+    except ImportError:
+        return None
+    return file_record(rubric, prompt_hash, model)
