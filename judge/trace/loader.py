@@ -97,6 +97,10 @@ def iter_trace_streams(
         try:
             text = p.read_text(encoding="utf-8")
             trace = _parse_trace(_loads(text, file, None), file, None)
+        except UnicodeDecodeError as exc:
+            _fail(InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file),
+                  errors)
+            return
         except InputError as exc:
             _fail(exc, errors)
             return
@@ -116,8 +120,9 @@ def _header_of(trace: Trace) -> TraceHeader:
 class _Lines:
     """A file's lines with one line of push-back, numbered from 1."""
 
-    def __init__(self, fh: Iterable[str]) -> None:
+    def __init__(self, fh: Iterable[str], file: str = "<input>") -> None:
         self.it = iter(fh)
+        self.file = file
         self._pushed: tuple[int, str] | None = None
         self.lineno = 0
 
@@ -129,11 +134,21 @@ class _Lines:
         if self._pushed is not None:
             item, self._pushed = self._pushed, None
             return item
-        for raw in self.it:
-            self.lineno += 1
-            if raw.strip():
-                return self.lineno, raw
+        try:
+            for raw in self.it:
+                self.lineno += 1
+                if raw.strip():
+                    return self.lineno, raw
+        except UnicodeDecodeError as exc:
+            raise self.broken(exc) from None
         return None
+
+    def broken(self, exc: UnicodeDecodeError) -> InputError:
+        """The file is not UTF-8 from the next line on: stop reading it and say where."""
+        self.it = iter(())
+        self._pushed = None
+        return InputError(f"cannot decode as UTF-8 at or after this line ({exc.reason})",
+                          file=self.file, line=self.lineno + 1)
 
     def push(self, item: tuple[int, str]) -> None:
         self._pushed = item
@@ -141,8 +156,15 @@ class _Lines:
 
 def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator[TraceStream]:
     with p.open(encoding="utf-8") as fh:
-        lines = _Lines(fh)
-        while (item := lines.next()) is not None:
+        lines = _Lines(fh, file)
+        while True:
+            try:
+                item = lines.next()
+            except InputError as exc:  # not UTF-8: the rest of the file is unreadable
+                _fail(exc, errors)
+                return
+            if item is None:
+                return
             lineno, raw = item
             try:
                 obj = _loads(raw, file, lineno)
@@ -179,38 +201,42 @@ class _StreamedEvents:
         lines = self._lines
         validate_json = Event.__pydantic_validator__.validate_json
         fill = self._state.fill
-        while not self._done:
-            item = lines.take_pushed()
-            if item is None:
-                # Fast path: straight from the file; a line that is not a header is parsed
-                # and validated in one go by pydantic-core. Anything else (a header, a bad
-                # line) leaves the loop for the slow path, which words the exact error.
-                for raw in lines.it:
-                    lines.lineno += 1
-                    if raw.isspace():
-                        continue
-                    if '"trace_id"' not in raw:
-                        try:
-                            ev: Event = validate_json(raw)
-                        except ValidationError:
-                            pass
-                        else:
-                            try:
-                                fill(ev)
-                            except ValueError as exc:
-                                raise InputError(str(exc), file=self._file,
-                                                 line=lines.lineno) from None
-                            yield ev
+        try:
+            while not self._done:
+                item = lines.take_pushed()
+                if item is None:
+                    # Fast path: straight from the file; a line that is not a header is parsed
+                    # and validated in one go by pydantic-core. Anything else (a header, a bad
+                    # line) leaves the loop for the slow path, which words the exact error.
+                    for raw in lines.it:
+                        lines.lineno += 1
+                        if raw.isspace():
                             continue
-                    item = (lines.lineno, raw)
+                        if '"trace_id"' not in raw:
+                            try:
+                                ev: Event = validate_json(raw)
+                            except ValidationError:
+                                pass
+                            else:
+                                try:
+                                    fill(ev)
+                                except ValueError as exc:
+                                    raise InputError(str(exc), file=self._file,
+                                                     line=lines.lineno) from None
+                                yield ev
+                                continue
+                        item = (lines.lineno, raw)
+                        break
+                    else:
+                        break
+                slow = self._slow(item)
+                if slow is None:
+                    lines.push(item)
                     break
-                else:
-                    break
-            slow = self._slow(item)
-            if slow is None:
-                lines.push(item)
-                break
-            yield slow
+                yield slow
+        except UnicodeDecodeError as exc:
+            self._done = True
+            raise lines.broken(exc) from None
         self._done = True
 
     def _slow(self, item: tuple[int, str]) -> Event | None:
