@@ -12,12 +12,15 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge.errors import ConfigError
 from judge.providers.base import ModelParams
+
+if TYPE_CHECKING:
+    from judge.prompts.redact import Redaction
 
 CONFIG_FILE_NAME = "judge.toml"
 
@@ -36,12 +39,13 @@ ENV_VARS: dict[str, str] = {
     "JUDGE_DATABASE_URL": "database_url",
     "OPENAI_API_KEY": "openai_api_key",
     "ANTHROPIC_API_KEY": "anthropic_api_key",
+    "JUDGE_IDENTITY_PATTERNS": "identity_patterns",
 }
 
 #: fields a config file may set (keys stay in the environment)
 FILE_FIELDS = frozenset({"model", "base_url", "openai_base_url", "timeout", "retries",
                          "concurrency", "rpm", "seed", "temperature", "max_tokens",
-                         "database_url"})
+                         "database_url", "identity_patterns"})
 
 
 class Settings(BaseModel):
@@ -64,6 +68,9 @@ class Settings(BaseModel):
     database_url: str | None = None
     openai_api_key: str | None = Field(default=None, repr=False)
     anthropic_api_key: str | None = Field(default=None, repr=False)
+    #: regexes for candidate names never shown to a judge, beyond each trace's `candidate`
+    #: (JUDGE_IDENTITY_PATTERNS is comma-separated; the config file takes a list)
+    identity_patterns: tuple[str, ...] = ()
     #: the config file that was read, if any
     config_file: Path | None = None
 
@@ -113,6 +120,12 @@ class Settings(BaseModel):
             where = source.get(key, f"setting '{key}'")
             raise ConfigError(f"{where}: {err['msg']} (got {err.get('input')!r})") from None
 
+    def redaction(self) -> Redaction:
+        """What rendering must keep from a judge beyond each trace's own candidate fields."""
+        from judge.prompts.redact import Redaction
+
+        return Redaction(identity_patterns=self.identity_patterns)
+
     def model_params(self) -> ModelParams:
         """The generation parameters these settings ask for."""
         return ModelParams(temperature=self.temperature, seed=self.seed,
@@ -149,6 +162,8 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def _parse_env(key: str, raw: str) -> Any:
+    if key == "identity_patterns":
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
     if key in ("rpm", "seed") and raw.strip().lower() in ("none", "off", "null"):
         return None
     return raw

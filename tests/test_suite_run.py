@@ -60,7 +60,7 @@ def test_pull_request_suite_reports_repetitions_and_judge(tmp_path: Path) -> Non
     suite = write_suite(tmp_path / "s.yaml", [
         {"scenario": str(SCEN / "refund-once"), "traces": [str(SCEN / "refund-once/*.json")],
          "repetitions": 3}])
-    code, out, _err = run_cli(suite, "--format", "json", "--database",
+    code, out, _err = run_cli(suite, "--format", "json", "--db",
                              f"sqlite:///{tmp_path / 'j.db'}")
     summary = json.loads(out)
     assert summary["scenarios"]["refund-once"] == {"passed": 1, "total": 3, "text": "1/3"}
@@ -80,7 +80,7 @@ def test_pull_request_suite_reports_repetitions_and_judge(tmp_path: Path) -> Non
 def test_text_summary_reads_like_a_diagnosis(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "s.yaml", [
         {"scenario": str(SCEN / "refund-once"), "traces": [str(SCEN / "refund-once/*.json")]}])
-    code, out, _ = run_cli(suite, "--database", f"sqlite:///{tmp_path / 'j.db'}")
+    code, out, _ = run_cli(suite, "--db", f"sqlite:///{tmp_path / 'j.db'}")
     assert code == 1
     assert "refund-once" in out and "1/3" in out
     assert "release gate: FAILED" in out
@@ -90,7 +90,7 @@ def test_text_summary_reads_like_a_diagnosis(tmp_path: Path) -> None:
 def test_passing_suite_exits_0(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "s.yaml", [
         {"scenario": str(SCEN / "refund-once"), "traces": [str(SCEN / "refund-once/pass.json")]}])
-    code, out, err = run_cli(suite, "--database", f"sqlite:///{tmp_path / 'j.db'}")
+    code, out, err = run_cli(suite, "--db", f"sqlite:///{tmp_path / 'j.db'}")
     assert code == 0, out + err
     assert "release gate: PASSED" in out
 
@@ -98,7 +98,7 @@ def test_passing_suite_exits_0(tmp_path: Path) -> None:
 def test_require_calibrated_fails_the_gate(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "s.yaml", [
         {"scenario": str(SCEN / "refund-once"), "traces": [str(SCEN / "refund-once/pass.json")]}])
-    code, out, _ = run_cli(suite, "--require-calibrated", "--database",
+    code, out, _ = run_cli(suite, "--require-calibrated", "--db",
                            f"sqlite:///{tmp_path / 'j.db'}")
     assert code == 1
     assert "uncalibrated" in out
@@ -121,7 +121,7 @@ def test_bad_suite_fails_before_any_provider_call(tmp_path: Path, server: FakePr
         scen["tracez"] = scen.pop("traces")
     suite = write_suite(tmp_path / "s.yaml", [scen], rubrics=rubrics)
     env = {"OPENAI_BASE_URL": server.openai_base_url}
-    code, _out, err = run_cli(suite, "--model", "openai:fake-judge", "--database",
+    code, _out, err = run_cli(suite, "--model", "openai:fake-judge", "--db",
                              f"sqlite:///{tmp_path / 'j.db'}", env=env)
     assert code == 2
     assert err.count("\n") == 1 and str(suite) in err and "Traceback" not in err
@@ -138,7 +138,7 @@ def test_provider_failing_20_percent_loses_no_item(tmp_path: Path) -> None:
         env = {"OPENAI_BASE_URL": srv.openai_base_url, "JUDGE_TIMEOUT": "1",
                "JUDGE_RETRIES": "2"}
         code, out, err = run_cli(suite, "--model", "openai:fake-judge", "--concurrency", "8",
-                                 "--format", "json", "--database", db, env=env)
+                                 "--format", "json", "--db", db, env=env)
         assert code in (0, 1), err
         summary = json.loads(out)
     with open_store(db) as store:
@@ -162,7 +162,7 @@ def test_batch_mode_grades_through_the_batch_api(tmp_path: Path) -> None:
     with FakeProviderServer() as srv:
         env = {"OPENAI_BASE_URL": srv.openai_base_url}
         code, out, err = run_cli(suite, "--model", "openai:fake-judge", "--batch",
-                                 "--batch-poll", "0", "--format", "json", "--database", db,
+                                 "--batch-poll", "0", "--format", "json", "--db", db,
                                  env=env)
         assert code in (0, 1), err
         summary = json.loads(out)

@@ -116,7 +116,7 @@ def run(
     require_calibrated: bool = typer.Option(False, "--require-calibrated",
                                             help="fail the gate on uncalibrated verdicts"),
     resume: str | None = typer.Option(None, "--resume", help="continue run RUN_ID"),
-    database: str | None = typer.Option(None, "--database", help="database URL "
+    database: str | None = typer.Option(None, "--db", help="database URL "
                                         "(default JUDGE_DATABASE_URL or ./judge.db)"),
     audit_share: float = typer.Option(0.05, "--audit-share", min=0.0, max=1.0,
                                       help="share of auto-accepted verdicts sent to review"),
@@ -172,7 +172,7 @@ def report_run(
     run_id: str = typer.Argument(..., help="the run to report"),
     fmt: str = typer.Option("md", "--format", help="md, html, json or text"),
     out: Path | None = typer.Option(None, "-o", "--output", help="write here (default stdout)"),
-    database: str | None = typer.Option(None, "--database"),
+    database: str | None = typer.Option(None, "--db"),
 ) -> None:
     """Write a stored run's report (md, html, json or text)."""
     from judge.suite.report import render_html, render_markdown

@@ -23,7 +23,7 @@ def worker(
                                     "with nothing to claim"),
     lease: float = typer.Option(work.DEFAULT_LEASE_S, "--lease", help="lease seconds; a "
                                 "killed worker's items go to others after this"),
-    database: str | None = typer.Option(None, "--database"),
+    database: str | None = typer.Option(None, "--db"),
 ) -> None:
     """Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat."""
     with cli_errors():

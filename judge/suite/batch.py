@@ -18,7 +18,7 @@ from sqlalchemy import select, update
 
 from judge.grading.keys import KeyMaker
 from judge.items import Item
-from judge.prompts import Prompt, render
+from judge.prompts import Prompt, Redaction, render
 from judge.providers.base import CallRecord, JudgeRequest, ModelParams, Provider
 from judge.providers.batch import batch_client
 from judge.store import tables
@@ -44,6 +44,7 @@ def _remember_batch(store: Store, run_id: str, rubric: str, batch_id: str) -> No
 
 def prefill_by_batch(store: Store, run_id: str, rubric: str, prompt: Prompt,
                      items: list[Item], provider: Provider, params: ModelParams, *,
+                     redaction: Redaction | None = None,
                      poll_base_delay: float = 5.0,
                      on_status: Callable[[str], None] | None = None) -> dict[str, int]:
     """Submit (or resume) the batch for the uncached items of one rubric; cache its results."""
@@ -51,7 +52,7 @@ def prefill_by_batch(store: Store, run_id: str, rubric: str, prompt: Prompt,
     keys: dict[str, str] = {}
     maker: KeyMaker | None = None
     for it in items:
-        req = render(prompt, it, params)
+        req = render(prompt, it, params, redaction)
         if maker is None:
             maker = KeyMaker(prompt.hash, provider.spec, params, req.schema, req.schema_name)
         key = maker.key(req)

@@ -75,7 +75,8 @@ class PipelinedGrader:
                 group, self.prompts[rubric], self.provider, self.store.calls,
                 params=self.settings.model_params(), concurrency=max(1, len(group)),
                 rpm=None, retries=self.settings.retries, replay_only=self.replay_only,
-                on_result=self.on_result, stats=self.stats)
+                on_result=self.on_result, stats=self.stats,
+                redaction=self.settings.redaction())
             self.futures.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
     def wait(self) -> GradingStats:

@@ -178,6 +178,7 @@ def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
 
             counts = prefill_by_batch(store, run_id, rubric, prompt, pending, provider,
                                       settings.model_params(),
+                                      redaction=settings.redaction(),
                                       poll_base_delay=opts.batch_poll_s)
             for k, v in counts.items():
                 batch_counts[k] = batch_counts.get(k, 0) + v
@@ -185,7 +186,8 @@ def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
             asyncio.run(grade_items(
                 pending, prompt, provider, store.calls, params=settings.model_params(),
                 concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
-                replay_only=opts.replay_only, on_result=sink.add, stats=stats))
+                replay_only=opts.replay_only, on_result=sink.add, stats=stats,
+                redaction=settings.redaction()))
         finally:
             sink.flush()
     return stats

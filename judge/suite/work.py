@@ -158,7 +158,7 @@ def _grade_claimed(store: Store, provider_for: Callable[[str], Provider], settin
             items, prompts[rubric], provider_for(run_id), store.calls,
             params=settings.model_params(),
             concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
-            stats=stats))
+            stats=stats, redaction=settings.redaction()))
         store.save_verdicts(verdicts, run_id, vetoed_traces=vetoed, policy=policy)
 
 
