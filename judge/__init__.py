@@ -3,6 +3,9 @@
 The public API is re-exported here; everything else is internal.
 """
 
+from judge.checks import CheckReport as CheckReport
+from judge.checks import Finding as Finding
+from judge.checks import run_checks as run_checks
 from judge.errors import InputError as InputError
 from judge.errors import JudgeError as JudgeError
 from judge.formats import HumanLabel as HumanLabel
@@ -19,6 +22,7 @@ from judge.trace import load_traces as load_traces
 __version__ = "0.1.0"
 
 __all__ = [
-    "Event", "HumanLabel", "InputError", "JudgeError", "Ledger", "LedgerSnapshot", "Scenario",
-    "Trace", "Verdict", "__version__", "iter_traces", "load_scenario", "load_traces",
+    "CheckReport", "Event", "Finding", "HumanLabel", "InputError", "JudgeError", "Ledger",
+    "LedgerSnapshot", "Scenario", "Trace", "Verdict", "__version__", "iter_traces",
+    "load_scenario", "load_traces", "run_checks",
 ]

@@ -75,6 +75,7 @@ class CheckContext:
         self.post_completion_actions = 0
         self._pending: OrderedDict[str, Call] = OrderedDict()
         self._last_call: dict[str, Call] = {}
+        self._subgoal_tools: dict[str, bool] = {}
         # lookups: per rule index, scalars returned by successful lookup results
         self.lookup_values: list[dict[Any, At]] = [{} for _ in self.rules.lookups]
         self.lookup_seen: list[At | None] = [None for _ in self.rules.lookups]
@@ -130,9 +131,17 @@ class CheckContext:
         self.after[ev.kind](ev)
 
     def _after_call(self, ev: Event) -> None:
-        call = Call(ev.tool or "", ev.args or {}, At(self.turn, self.seq))
         if self.complete_at is not None:
             self.post_completion_actions += 1
+            return  # nothing left to complete: results need not be matched to calls
+        tool = ev.tool or ""
+        wanted = self._subgoal_tools.get(tool)
+        if wanted is None:
+            wanted = self._subgoal_tools[tool] = any(glob_match(tool, g.tool)
+                                                     for g in self.subgoals)
+        if not wanted:
+            return  # only a sub-goal's result needs its call (for argument matchers)
+        call = Call(tool, ev.args or {}, At(self.turn, self.seq))
         if ev.call_id is not None:
             pending = self._pending
             pending[ev.call_id] = call
@@ -162,7 +171,7 @@ class CheckContext:
         return self._last_call.get(ev.tool or "")
 
     def _on_result(self, ev: Event, at: At) -> None:
-        call = self.call_for(ev)
+        call = self.call_for(ev) if self.complete_at is None else None
         if ev.error is not None:
             return  # a failed or timed-out result completes nothing and proves nothing
         tool = ev.tool or ""
