@@ -11,10 +11,10 @@ started (tests/pg.py); the PostgreSQL part is skipped with a note when no binari
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
-import os
 import time
 from pathlib import Path
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg import PgServer, start_server
 
 from judge.store import Store, open_store
-from pg import PgServer, start_server
 
 BACKENDS = ["sqlite", "postgres"]
 

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from pg import free_port
 from sqlalchemy.exc import OperationalError
 
 from judge.errors import StoreError
 from judge.formats import HumanLabel
 from judge.store import open_store
-from pg import free_port
 
 JUDGE = [sys.executable, "-m", "judge.cli.main"]
 

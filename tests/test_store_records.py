@@ -132,7 +132,7 @@ def test_items_traces_prompts(store: Store) -> None:
     run = store.save_run()
     store.save_verdicts([verdict(2, conf=0.1), verdict(1, conf=0.9)], run)
     # safety-critical (from the stored item) first, even with the higher confidence
-    assert [e.item_id for e in store.queue.entries()][0] == f"trace-1#4:{R}"
+    assert next(e.item_id for e in store.queue.entries()) == f"trace-1#4:{R}"
     assert store.save_trace({"trace_id": "t", "events": [{"seq": 1}]}) == "t"
     digest = store.save_scenario("refund-once", "id: refund-once\n")
     assert digest.startswith("sha256:")
