@@ -2,20 +2,28 @@
 
     judge report agreement --labels L --verdicts V [--format md|json|csv|html] [-o FILE]
                            [--calibration calibration/] [--rubric R]
+    judge report agreement --rubric R [--prompt-version V] [--model M] [--db URL]
+                           [--format md|json|csv|html] [-o FILE]
 
 Without -o the report goes to stdout. HTML is one self-contained file (plots embedded).
-A database mode is for the store owner to add beside the file mode.
+Database mode (no --labels/--verdicts) reads the newest stored verdict per item of the rubric,
+the items' label history, the calibration record of the verdicts' prompt and model (database,
+then the committed files) and the live review-queue statistics of the rubric.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from judge.cli.common import cli_errors, die
 from judge.errors import InputError
+
+if TYPE_CHECKING:
+    from judge.reports import AgreementReport
 
 app = typer.Typer(help="Reports for people: agreement tables, plots and curves.",
                   no_args_is_help=True)
@@ -34,20 +42,35 @@ def agreement(
     verdicts: Path | None = typer.Option(None, "--verdicts", help="verdicts (JSONL)"),
     fmt: ReportFormat = typer.Option(ReportFormat.md, "--format", help="md, json, csv or html"),
     output: Path | None = typer.Option(None, "-o", "--output", help="file to write"),
-    calibration: Path = typer.Option(
-        Path("calibration"), "--calibration", help="calibration records folder"),
-    rubric: str | None = typer.Option(None, "--rubric", help="only this rubric"),
+    calibration: Path | None = typer.Option(
+        None, "--calibration",
+        help="calibration records folder (default $JUDGE_CALIBRATION_DIR or calibration/)"),
+    rubric: str | None = typer.Option(
+        None, "--rubric", help="only this rubric; without files: the database's"),
+    prompt_version: str | None = typer.Option(
+        None, "--prompt-version", help="database mode: only this prompt version"),
+    model: str | None = typer.Option(None, "--model", help="database mode: only this model"),
+    db: str | None = typer.Option(
+        None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
 ) -> None:
     """Agreement report: table with intervals, confusion, per key, reliability, coverage."""
+    from judge.calibration.db import records_dir
     from judge.reports import RENDERERS, report_from_files
 
     with cli_errors():
-        if labels is None or verdicts is None:
-            die("report agreement needs --labels and --verdicts")
-        report = report_from_files(labels, verdicts, calibration_root=calibration,
-                                   rubric=rubric, n_boot=n_boot, seed=seed)
+        if labels is None and verdicts is None and rubric is not None:
+            report = _from_store(rubric, prompt_version, model, db, calibration, n_boot, seed)
+        elif labels is None or verdicts is None:
+            die("report agreement needs --labels and --verdicts (files) or --rubric "
+                "(database)")
+        elif prompt_version or model or db:
+            die("--prompt-version, --model and --db are for database mode (no --labels, "
+                "--verdicts)")
+        else:
+            report = report_from_files(labels, verdicts, calibration_root=records_dir(
+                calibration), rubric=rubric, n_boot=n_boot, seed=seed)
         text = RENDERERS[fmt.value](report)
         if output is None:
             typer.echo(text, nl=False)
@@ -58,3 +81,14 @@ def agreement(
         except OSError as exc:
             raise InputError(f"cannot write report ({exc.strerror})", file=str(output)) from None
         typer.echo(f"wrote {output}", err=True)
+
+
+def _from_store(rubric: str, prompt_version: str | None, model: str | None, db: str | None,
+                calibration: Path | None, n_boot: int, seed: int) -> AgreementReport:
+    from judge.calibration.db import report_from_store
+    from judge.settings import Settings
+    from judge.store import open_store
+
+    with open_store(db or Settings.load().database_url) as store:
+        return report_from_store(store, rubric, prompt_version=prompt_version, model=model,
+                                 calibration_root=calibration, n_boot=n_boot, seed=seed)
