@@ -288,3 +288,46 @@ def test_compare_two_prompt_versions_from_database(db: str) -> None:
     assert code == 0 and f"flipped {len(flips)} of {len(old)}" in text
     code, _, err = run("calibrate", "--compare", "v1", "v9", "--rubric", RUBRIC, "--db", db)
     assert code == 2 and "prompt version 'v9'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_prompt_change_makes_check_stale_and_recalibration_compares(
+        db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO_PROMPTS / RUBRIC, prompts / RUBRIC)
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(prompts))
+    v1 = load_prompt(RUBRIC)
+    first = _calibrate(db, ScriptedProvider(default=scripted_judge(), spec="scripted"))
+    check = ("calibrate", "--check", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
+    assert run(*check)[0] == 0
+    text = (prompts / RUBRIC / f"{v1.version}.md").read_text(encoding="utf-8")
+    new_version = "v99"
+    (prompts / RUBRIC / f"{new_version}.md").write_text(
+        text.replace(f"version: {v1.version}", f"version: {new_version}")
+        .replace("You are a careful reviewer", "You are a very careful reviewer"),
+        encoding="utf-8")
+    v2 = load_prompt(RUBRIC)
+    assert v2.version == new_version and v2.hash != v1.hash
+    code, out, _ = run(*check)
+    assert code == 1 and f"no calibration for prompt {new_version}" in out
+    assert f"records exist for prompt {v1.version}" in out
+    # the new prompt is new work for the judge: every item is graded again, once
+    provider = ScriptedProvider(default=scripted_judge("second"), spec="scripted")
+    second = _calibrate(db, provider)
+    assert len(provider.requests) == len(airline_items())
+    assert second.record.prompt_version == new_version
+    assert second.record.prompt_hash == v2.hash != first.record.prompt_hash
+    assert run(*check)[0] == 0
+    code, out, err = run("calibrate", "--compare", v1.version, new_version, "--rubric", RUBRIC,
+                         "--db", db)
+    assert code == 0, err
+    result = json.loads(out)
+    flips = sum(judge_answer(it)["label"] != judge_answer(it, "second")["label"]
+                for it in airline_items())
+    assert result["n_common"] == len(airline_items()) and result["n_flipped"] == flips
+
+
+def test_progress_bar_option_does_not_disturb_output(db: str) -> None:
+    code, out, err = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db,
+                         "--progress")
+    assert code == 0, err
+    assert json.loads(out)["n"] == len(airline_items())
