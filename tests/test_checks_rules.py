@@ -211,6 +211,15 @@ def test_lookup_provenance_passes_for_a_returned_entity(tmp_path: Path) -> None:
     assert not failed(r, "lookup_before_mutate") and passed(r, "lookup_before_mutate")
 
 
+def test_lookup_ids_may_be_mapping_keys(tmp_path: Path) -> None:
+    sc = scenario(tmp_path, LOOKUPS)
+    r = run_checks(sc, trace(user("a"), call("get_order"),
+                             result("get_order", {"payment_methods": {"card_7": {"last4": 1}}}),
+                             call("refund_order", orderId="card_7"),
+                             call("refund_order", orderId="card_8")))
+    assert [f.seq for f in failed(r, "lookup_before_mutate")] == [5]
+
+
 def test_lookup_missing_or_not_returning_the_entity_fails(tmp_path: Path) -> None:
     sc = scenario(tmp_path, LOOKUPS)
     r = run_checks(sc, trace(user("a"), call("refund_order", orderId="order-17"),

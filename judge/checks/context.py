@@ -202,7 +202,7 @@ class CheckContext:
         if found is MISSING:
             return
         seen = self.lookup_values[i]
-        for v in iter_scalars(found, MAX_SCALARS_PER_RESULT):
+        for v in iter_scalars(found, MAX_SCALARS_PER_RESULT, keys=True):
             if v not in seen:
                 seen[v] = at
                 if len(seen) > MAX_LOOKUP_VALUES:

@@ -159,9 +159,14 @@ def result_matches(m: ResultMatcher, result: Any) -> bool:
     return True
 
 
-def iter_scalars(obj: Any, limit: int = 10_000) -> Iterator[str | int | float]:
-    """Strings and numbers (not booleans) nested anywhere in `obj`, at most `limit`."""
-    if type(obj) is dict and len(obj) <= limit and all(type(v) in _SCALAR for v in obj.values()):
+def iter_scalars(obj: Any, limit: int = 10_000,
+                 keys: bool = False) -> Iterator[str | int | float]:
+    """Strings and numbers (not booleans) nested anywhere in `obj`, at most `limit`.
+
+    With `keys`, mapping keys count too (ids are often keys: `{"card_12": {...}}`).
+    """
+    if (not keys and type(obj) is dict and len(obj) <= limit
+            and all(type(v) in _SCALAR for v in obj.values())):
         yield from obj.values()  # the common flat case, no stack
         return
     stack = [obj]
@@ -173,6 +178,8 @@ def iter_scalars(obj: Any, limit: int = 10_000) -> Iterator[str | int | float]:
             yield cur
         elif isinstance(cur, dict):
             stack.extend(cur.values())
+            if keys:
+                stack.extend(cur.keys())
         elif isinstance(cur, list | tuple):
             stack.extend(cur)
 
