@@ -49,13 +49,21 @@ def db(tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture()
+def any_db(store_url: str) -> str:
+    """SQLite and a throwaway PostgreSQL server (conftest_store), seeded the same way."""
+    seed_database(store_url)
+    return store_url
+
+
 def _calibrate(url: str, provider: ScriptedProvider, **kw: object):  # type: ignore[no-untyped-def]
     with open_store(url) as store:
         return calibrate_rubric(store, RUBRIC, provider, Settings.load(), **kw)  # type: ignore[arg-type]
 
 
-def test_calibrate_regrades_labelled_items_writes_and_stores_record(db: str,
+def test_calibrate_regrades_labelled_items_writes_and_stores_record(any_db: str,
                                                                   tmp_path: Path) -> None:
+    db = any_db
     provider = ScriptedProvider(default=scripted_judge(), spec="scripted")
     result = _calibrate(db, provider)
     items = airline_items()
@@ -82,7 +90,8 @@ def test_calibrate_regrades_labelled_items_writes_and_stores_record(db: str,
     assert len(kept) == len(items) and all(v.route is None for v in kept)
 
 
-def test_second_calibrate_makes_zero_provider_calls(db: str) -> None:
+def test_second_calibrate_makes_zero_provider_calls(any_db: str) -> None:
+    db = any_db
     first = _calibrate(db, ScriptedProvider(default=scripted_judge(), spec="scripted"))
     again = ScriptedProvider(default=None, spec="scripted")  # any call would fail the item
     second = _calibrate(db, again)

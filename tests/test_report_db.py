@@ -40,9 +40,10 @@ def _verdicts(model: str = "scripted") -> list[Verdict]:
 
 
 @pytest.fixture()
-def routed(tmp_path: Path) -> tuple[str, list[Verdict]]:
-    """Calibrated from the labels, then a routed run of the same judge on every item."""
-    url = f"sqlite:///{tmp_path / 'judge.db'}"
+def routed(store_url: str) -> tuple[str, list[Verdict]]:
+    """Calibrated from the labels, then a routed run of the same judge on every item
+    (SQLite and a throwaway PostgreSQL server, see conftest_store)."""
+    url = store_url
     seed_database(url)
     from db_calibration_data import scripted_judge
 
@@ -78,7 +79,7 @@ def test_report_holds_agreement_record_routing_and_queue(routed) -> None:  # typ
     q = review["queue"]
     assert q["total"] == n_review == q["by_state"]["open"] and q["by_state"]["done"] == 0
     assert sum(q["pending_by_reason"].values()) == n_review
-    assert report.sources["database"].endswith("judge.db")
+    assert report.sources["database"] == store.where
 
 
 def test_queue_statistics_are_live(routed) -> None:  # type: ignore[no-untyped-def]
