@@ -66,9 +66,12 @@ def test_diagnosis_first_divergence_veto_and_score(tmp_path: Path) -> None:
     # lost (unsafe, 0.5) * forbidden (0.5) * scope (0.5) * never completed (0.85)
     assert r.quality_score == pytest.approx(0.5 * 0.5 * 0.5 * 0.85)
     text = r.diagnosis()
-    assert ("constraint `shippingCountry` lost at turn 8 (compaction summary, seq 9); needed "
-            "after turn 8; ineligible rate tool called [rule `ineligible-rate`] "
-            "(key `shippingCountry`) at turn 10 (seq 12)") in text
+    assert text.splitlines()[1] == (
+        "  constraint `shippingCountry` lost at turn 8 (compaction summary at seq 9, needed "
+        "after turn 8); ineligible rate tool called at turn 10 (seq 12) [rule "
+        "`ineligible-rate`, key `shippingCountry`]; tool `delete_all` outside the allow-list "
+        "called at turn 10 (seq 13); task never completed: `shipped` not achieved by the end "
+        "(turn 10)")
     lines = text.splitlines()
     assert lines[-2].startswith("  VETOED: ") and lines[-1] == "  quality score 0.11"
     doc = json.loads(json.dumps(r.to_dict()))

@@ -57,8 +57,8 @@ class ForbiddenCalls(Check):
             snap = ctx.ledger_at()
             if all(test(args, snap) for test in tests):
                 what = rule.message or f"forbidden call `{tool}`"
-                key = f" (key `{rule.key}`)" if rule.key else ""
-                self.fail(f"{what} [rule `{rule.name}`]{key} {where(ev.turn, ev.seq)}",
+                key = f", key `{rule.key}`" if rule.key else ""
+                self.fail(f"{what} {where(ev.turn, ev.seq)} [rule `{rule.name}`{key}]",
                           key=rule.key, seq=ev.seq, turn=ev.turn, severity=rule.severity,
                           safety_critical=rule.safety_critical)
 

@@ -56,7 +56,7 @@ class Checkpoints(Check):
             if entry is None or lost is None:
                 continue
             self.fail(f"{entry.class_.value} `{key}` lost at turn {lost.turn} (compaction "
-                      f"summary, seq {lost.seq}); needed after turn {cp.after_turn}",
+                      f"summary at seq {lost.seq}, needed after turn {cp.after_turn})",
                       key=key, seq=lost.seq, turn=lost.turn,
                       severity=SEVERITY_OF_SENSITIVITY[entry.sensitivity],
                       safety_critical=False)

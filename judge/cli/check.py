@@ -54,7 +54,7 @@ def check(
             "reports": [r.to_dict() for r in reports],
             "errors": [e.message for e in errors],
         }, indent=2))
-    else:
+    elif reports:
         typer.echo("\n\n".join(r.diagnosis() for r in reports))
     for e in errors:
         warn(f"error: {e.message}")
