@@ -18,7 +18,10 @@ def test_blank_database_gets_every_table_and_column(store_url: str) -> None:
         got = {c["name"] for c in insp.get_columns(table.name)}
         assert got == {c.name for c in table.columns}, table.name
     indexes = {ix["name"] for ix in insp.get_indexes("review_queue")}
-    assert "ix_queue_claim_order" in indexes
+    assert {"ix_queue_claim_order", "ix_queue_lease_claimed"} <= indexes
+    assert "ix_queue_lease" not in indexes and "ix_review_queue_rubric" not in indexes
+    verdict_ix = {ix["name"] for ix in insp.get_indexes("verdicts")}
+    assert "ix_verdicts_item_created" in verdict_ix and "ix_verdicts_item_id" not in verdict_ix
     with store.engine.connect() as conn:
         names = [r[0] for r in conn.exec_driver_sql("SELECT name FROM judge_migrations")]
     assert sorted(names) == sorted(n for n, _ in MIGRATIONS)
@@ -49,3 +52,34 @@ def test_env_url_is_used(tmp_path, monkeypatch) -> None:
     s = open_store()
     s.close()
     assert (tmp_path / "other.db").exists() and not (tmp_path / "judge.db").exists()
+
+
+def test_upgrade_from_the_first_migrations(store_url: str) -> None:
+    """A database made by 0001+0002 only (with the indexes 0004 drops) upgrades in place."""
+    from sqlalchemy import text
+
+    from judge.store.db import make_engine
+    from judge.store.migrations import MIGRATIONS
+
+    engine = make_engine(store_url)
+    first = [(n, f) for n, f in MIGRATIONS if n < "0003"]
+    with engine.begin() as conn:
+        from judge.store.tables import AppliedMigration
+
+        AppliedMigration.__table__.create(conn)  # type: ignore[attr-defined]
+        for name, fn in first:
+            fn(conn)
+            conn.execute(text("INSERT INTO judge_migrations (name, applied_at) "
+                              "VALUES (:n, CURRENT_TIMESTAMP)"), {"n": name})
+        # what 0001 made before the redundant indexes left tables.py
+        conn.execute(text("CREATE INDEX ix_verdicts_item_id ON verdicts (item_id)"))
+        conn.execute(text("CREATE INDEX ix_queue_lease ON review_queue (state, lease_expires_at)"))
+        conn.execute(text("INSERT INTO runs (run_id, status, config, summary, started_at) "
+                          "VALUES ('old', 'finished', '{}', '{}', CURRENT_TIMESTAMP)"))
+    engine.dispose()
+    store = open_store(store_url)
+    insp = inspect(store.engine)
+    assert "ix_verdicts_item_id" not in {ix["name"] for ix in insp.get_indexes("verdicts")}
+    assert "ix_queue_lease_claimed" in {ix["name"] for ix in insp.get_indexes("review_queue")}
+    assert store.get_run("old") is not None  # data kept
+    store.close()

@@ -83,3 +83,16 @@ def migrate(engine: Engine) -> list[str]:
 def _grading_work(conn: Connection) -> None:
     # Scale-out: `judge worker` processes lease grading work from this table.
     tables.WorkRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+
+
+@migration("0004_drop_redundant_indexes")
+def _drop_redundant(conn: Connection) -> None:
+    # Bulk verdict writes pay for every index: verdicts.item_id is covered by
+    # ix_verdicts_item_created (0002); the queue is walked by ix_queue_claim_order, and a
+    # rubric filter rides on that walk.
+    conn.execute(text("DROP INDEX IF EXISTS ix_verdicts_item_id"))
+    conn.execute(text("DROP INDEX IF EXISTS ix_review_queue_rubric"))
+    # Expiry looks only at claimed entries: a partial index that new (open) entries skip.
+    conn.execute(text("DROP INDEX IF EXISTS ix_queue_lease"))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_queue_lease_claimed ON review_queue "
+                      "(lease_expires_at) WHERE state = 'claimed'"))

@@ -5,23 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from judge.formats import HumanLabel, Verdict
 from judge.store.db import as_utc, json_param
-
-
-def verdict_row(v: Verdict, run_id: str, now: datetime) -> dict[str, Any]:
-    return {
-        "run_id": run_id, "item_id": v.item_id, "rubric": v.rubric,
-        "prompt_version": v.prompt_version, "prompt_hash": v.prompt_hash, "model": v.model,
-        "label": v.label, "violated_key": v.violated_key, "evidence_event": v.evidence_event,
-        "confidence": v.confidence, "calibrated_confidence": v.calibrated_confidence,
-        "rationale": v.rationale, "reason": v.reason, "overruled": v.overruled,
-        "route": v.route, "route_reason": v.route_reason, "raw_completion": v.raw_completion,
-        "meta": v.metadata, "created_at": now}
-
 
 #: column order of `verdict_params`
 VERDICT_COLUMNS = ["run_id", "item_id", "rubric", "prompt_version", "prompt_hash", "model",

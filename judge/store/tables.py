@@ -106,7 +106,7 @@ class VerdictRow(SQLModel, table=True):
     )
     id: int | None = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="runs.run_id")
-    item_id: str = Field(index=True)
+    item_id: str  # indexed with created_at (migration 0002)
     rubric: str | None = None
     prompt_version: str | None = None
     prompt_hash: str | None = None
@@ -147,14 +147,12 @@ class LabelRow(SQLModel, table=True):
 class QueueRow(SQLModel, table=True):
     """One item waiting for people. `required` distinct annotators must label it (2 when it
     was picked for double labelling); a claim is a lease that expires. The claim-order index
-    (state, safety_critical DESC, sort_confidence, item_id) is made by the migrations."""
+    (state, safety_critical DESC, sort_confidence, item_id) and the partial lease index (claimed
+    entries only) are made by the migrations."""
 
     __tablename__ = "review_queue"
-    __table_args__ = (
-        Index("ix_queue_lease", "state", "lease_expires_at"),
-    )
     item_id: str = Field(primary_key=True)
-    rubric: str | None = Field(default=None, index=True)
+    rubric: str | None = None
     run_id: str | None = None
     verdict_id: int | None = None
     reason: str  # invalid verdict | uncalibrated | low confidence | audit
