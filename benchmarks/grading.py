@@ -233,9 +233,12 @@ def bench_vs_plain(prompt: Prompt, n: int, rounds: int) -> None:
 def bench_slow_server(prompt: Prompt, n: int) -> None:
     items = make_items(n)
     CPU["judge"].clear()
+    CPU["plain"].clear()
+    bodies = [chat_body(render(prompt, it, PARAMS), "gpt-4.1-mini") for it in items]
     with FakeProviderServer(latency=1.0, process=True) as srv:
         elapsed, _ = asyncio.run(_judge_openai(srv.openai_base_url, items, prompt, 100))
         served = srv.generation_count
+        plain_rate = n / asyncio.run(_plain_openai(srv.openai_base_url, bodies, 100))
     rate = n / elapsed
     cpu_ms = CPU["judge"][-1] * 1000
     print(f"[1s] server at 1 s, concurrency 100, {n} items: {rate:.1f} items/s = {rate / 100:.1%} "
@@ -243,6 +246,8 @@ def bench_slow_server(prompt: Prompt, n: int) -> None:
           f"{served} requests served, {elapsed:.1f} s")
     print(f"[1s]   client CPU {cpu_ms:.2f} ms per item = {cpu_ms * 100 / 1000:.0%} of one core "
           f"at 100 items/s; {_load()}")
+    print(f"[1s]   reference, same server right after: plain openai client {plain_rate:.1f} "
+          f"req/s, client CPU {CPU['plain'][-1] * 1000:.2f} ms per request")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ requests are in flight and no per-item task is created; cached items never wait 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class _Run:
         self.replay_only = replay_only
         self.redaction = redaction
         self.base_delay = base_delay
+        self.rng = random.Random()  # backoff jitter; one per run (seeding one per call costs)
         self.stats = stats
         self.spec = provider.spec
         self.keys: KeyMaker | None = None
@@ -111,7 +113,7 @@ class _Run:
             request={"system": request.system, "messages": list(request.messages),
                      "schema_name": request.schema_name, "schema": request.schema},
             response_text=resp.text, usage=resp.usage, latency_s=resp.latency_s,
-            raw={"served_by": resp.model} if resp.model != self.spec else {},
+            raw=resp.raw,
         ))
         usage = self.stats.usage
         for k, v in resp.usage.items():
@@ -125,7 +127,7 @@ class _Run:
             return await provider.generate(request)
         resp, _ = await generate_with_retries(
             _Counting(provider, self.stats), request, retries=self.retries,
-            base_delay=self.base_delay, limiter=self.limiter)
+            base_delay=self.base_delay, rng=self.rng, limiter=self.limiter)
         return resp
 
     async def grade(self, item: Item) -> Verdict:
