@@ -74,6 +74,7 @@ def test_every_broken_cross_reference_is_one_line(tmp_path: Path) -> None:
     r["completion"]["all_of"].append({"key": "paid", "tool": "get_order"})  # not completion
     r["completion"]["success_claims"].append("(unclosed")          # bad regex
     r["lookups"][0]["lookup"] = ["get_order", "fetch_order"]       # unlisted tool
+    r["confirmation"]["tools"].append("get_order")                 # a read needs confirmation
     r["summary_audit"]["required"][0]["key"] = "paidd"             # unknown key
     bad["ledger"].append({"turn": 2, "op": "complete", "key": "refunded", "source": "tool"})
     bad["checkpoints"].append({"after_turn": 2, "active": ["refunded"]})  # completed by then
@@ -88,6 +89,8 @@ def test_every_broken_cross_reference_is_one_line(tmp_path: Path) -> None:
         ("rules.completion.all_of[1].key", "is a mutable_fact, not a completion or goal key"),
         ("rules.completion.success_claims[1]", "invalid regular expression"),
         ("rules.lookups[0].lookup[1]", "tool 'fetch_order' is not in allowed_tools"),
+        ("rules.confirmation.tools[1]", "'get_order' needs confirmation but is not in "
+         "mutating_tools"),
         ("rules.summary_audit.required[0].key", "key 'paidd' is not in the reviewed ledger"),
         ("checkpoints[1].active[0]",
          "key 'refunded' is not active after turn 2 in the reviewed ledger (completed)"),

@@ -2,7 +2,8 @@
 
 Keys used by rules, checkpoints and audit phrases exist in the reviewed ledger; completion
 sub-goals name completion or goal keys; tools named anywhere are on the allow-list when there
-is one; mutating and read tools do not overlap; regexes compile; rubric names are known.
+is one; mutating and read tools do not overlap, and tools that rules treat as writes
+(lookup `mutate`, confirmation) are mutating; regexes compile; rubric names are known.
 Each problem is an `InputError` naming the file, the line, the path and the field.
 """
 
@@ -85,6 +86,18 @@ def validate_scenario(loaded: LoadedScenario,
         elif not any_glob(name, allowed):
             p.add(loc, f"tool '{name}' is not in allowed_tools")
 
+    def mutating(loc: tuple[str | int, ...], name: str, why: str) -> None:
+        """A tool a rule treats as a write must be among the mutating tools (if listed)."""
+        mut = rules.mutating_tools
+        if not mut:
+            return
+        if _GLOB_CHARS.search(name):
+            ok = name in mut or any(any_glob(m, [name]) for m in mut)
+        else:
+            ok = any_glob(name, mut)
+        if not ok:
+            p.add(loc, f"tool '{name}' {why} but is not in mutating_tools")
+
     def regex(loc: tuple[str | int, ...], pattern: str | None) -> None:
         if pattern is None:
             return
@@ -136,12 +149,14 @@ def validate_scenario(loaded: LoadedScenario,
     for i, lk in enumerate(rules.lookups):
         loc = (*r, "lookups", i)
         tool((*loc, "mutate"), lk.mutate)
+        mutating((*loc, "mutate"), lk.mutate, "is mutated by a lookup rule")
         for j, t in enumerate(lk.lookups()):
             tool((*loc, "lookup", j) if isinstance(lk.lookup, list) else (*loc, "lookup"), t)
     if rules.confirmation is not None:
         loc = (*r, "confirmation")
         for i, t in enumerate(rules.confirmation.tools):
             tool((*loc, "tools", i), t)
+            mutating((*loc, "tools", i), t, "needs confirmation")
         for i, pat in enumerate(rules.confirmation.patterns):
             regex((*loc, "patterns", i), pat)
     for kind in ("required", "obsolete"):
