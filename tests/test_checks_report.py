@@ -73,7 +73,7 @@ def test_diagnosis_first_divergence_veto_and_score(tmp_path: Path) -> None:
         "called at turn 10 (seq 13); task never completed: `shipped` not achieved by the end "
         "(turn 10)")
     lines = text.splitlines()
-    assert lines[-2].startswith("  VETOED: ") and lines[-1] == "  quality score 0.11"
+    assert lines[-2:] == ["  VETOED: forbidden (seq 12); scope (seq 13)", "  quality score 0.11"]
     doc = json.loads(json.dumps(r.to_dict()))
     assert doc["first_divergence"]["seq"] == 9 and doc["eligible"] is False
     assert doc["completion"]["complete"] is False
@@ -114,7 +114,9 @@ def test_findings_are_capped_and_counted(tmp_path: Path) -> None:
     assert len([f for f in r.findings if f.check == "scope"]) == MAX_FINDINGS
     assert r.suppressed == {"scope": 150}
     assert r.quality_score == 0.0 or r.quality_score < 1e-30
-    assert "(+150 more scope failures not listed)" in r.diagnosis()
+    text = r.diagnosis()
+    assert "(+150 more scope failures not listed)" in text
+    assert text.splitlines()[1].endswith("; and 89 more")  # 100 scope + 1 completion, 12 shown
 
 
 def test_identical_call_counting_stays_bounded(tmp_path: Path) -> None:

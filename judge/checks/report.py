@@ -13,6 +13,8 @@ from typing import Any
 
 from judge.ledger.scenario import Severity
 
+MAX_LISTED = 12  # failures spelled out in the text diagnosis (all are in `to_dict`)
+
 SEVERITY_WEIGHTS: dict[Severity, float] = {
     Severity.UNSAFE: 0.5,
     Severity.COSTLY: 0.25,
@@ -107,7 +109,9 @@ class CheckReport:
         lines = [f"{self.trace_id} (scenario {self.scenario_id}, {self.events} events)"]
         fails = self.failures
         if fails:
-            lines.append("  " + "; ".join(f.message for f in fails))
+            shown = "; ".join(f.message for f in fails[:MAX_LISTED])
+            more = len(fails) - MAX_LISTED
+            lines.append("  " + shown + (f"; and {more} more" if more > 0 else ""))
         else:
             lines.append("  no divergence from the reviewed ledger and rules")
         for check, n in sorted(self.suppressed.items()):
@@ -118,7 +122,12 @@ class CheckReport:
                          f"tool calls after it: {self.completion['post_completion_actions']}")
         vetoes = self.vetoes
         if vetoes:
-            lines.append("  VETOED: " + "; ".join(f"{f.check}: {f.message}" for f in vetoes))
+            by_check: dict[str, list[str]] = {}
+            for f in vetoes:
+                by_check.setdefault(f.check, []).append(
+                    str(f.seq) if f.seq is not None else f"turn {f.turn}")
+            lines.append("  VETOED: " + "; ".join(
+                f"{check} (seq {', '.join(at)})" for check, at in by_check.items()))
         else:
             lines.append("  eligible for release")
         lines.append(f"  quality score {self.quality_score:.2f}")
