@@ -2,6 +2,9 @@
 
 Exit 0 when every trace is eligible, 1 when any is vetoed, 2 when any input was bad — every
 valid trace is still checked and reported; each bad one is a single line on stderr.
+
+`--format json` prints one object: {"scenario", "eligible" (all traces), "reports": [one
+`CheckReport.to_dict()` per trace], "errors": [one line per bad input]}.
 """
 
 from __future__ import annotations
