@@ -340,3 +340,19 @@ def test_progress_bar_option_does_not_disturb_output(db: str) -> None:
                          "--progress")
     assert code == 0, err
     assert json.loads(out)["n"] == len(airline_items())
+
+
+def test_labels_on_items_not_stored_are_left_out_and_counted(db: str) -> None:
+    from judge.formats import HumanLabel
+
+    ghost = f"ghost/0#3:{RUBRIC}"
+    with open_store(db) as store:
+        store.add_labels([HumanLabel(item_id=ghost, label="fail", violated_key="x",
+                                     evidence_event=3, annotator="asha", created_at=T0)])
+        assert set(store.get_items([ghost, airline_items()[0].item_id])) == {
+            airline_items()[0].item_id}
+    result = _calibrate(db, ScriptedProvider(default=scripted_judge(), spec="scripted"))
+    assert result.n_missing_items == 1 and result.record.n == len(airline_items())
+    assert result.record.n_labelled == len(airline_items()) + 1
+    code, _, err = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
+    assert code == 0 and "1 labelled item(s) of scope_fidelity are not stored" in err

@@ -115,8 +115,9 @@ def labelled_items(store: Store, rubric: str) -> LabelledItems:
     refs = {i: r for i, r in reference_labels(labels).labels.items() if r.label != "unsure"}
     items: list[Item] = []
     missing: list[str] = []
+    stored_data = store.get_items(sorted(refs))
     for item_id in sorted(refs):
-        data = store.get_item(item_id)
+        data = stored_data.get(item_id)
         if data is None:
             missing.append(item_id)
         else:

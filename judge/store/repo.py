@@ -380,6 +380,17 @@ class Store:
             return [dict(r[0]) for r in conn.execute(
                 select(T_CAL.c.record).order_by(T_CAL.c.id))]
 
+    def get_items(self, item_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored item dicts of these ids (absent ids are left out), in chunked reads."""
+        ids = list(dict.fromkeys(item_ids))
+        out: dict[str, dict[str, Any]] = {}
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                for iid, data in conn.execute(select(T_ITEM.c.item_id, T_ITEM.c.data).where(
+                        T_ITEM.c.item_id.in_(ids[i:i + _CHUNK]))):
+                    out[iid] = dict(data)
+        return out
+
 
 def _safety_meta(v: Verdict) -> bool:
     return str(v.metadata.get("key_sensitivity", "")).replace("_", "-") == "safety-critical"
