@@ -440,6 +440,17 @@ def test_a_later_state_write_restores_a_lost_key(tmp_path: Path) -> None:
     assert not failed(r, "checkpoint")
 
 
+def test_a_key_set_again_after_the_compaction_is_not_lost(tmp_path: Path) -> None:
+    events = (user("a", 1), summary("nothing"), user("b", 3), user("c", 4))
+    sc = scenario(tmp_path, None, [{"after_turn": 2, "active": ["country"]}])
+    lost = run_checks(sc, trace(*events))
+    assert [f.key for f in failed(lost, "checkpoint")] == ["country"]
+    # by turn 3 country is superseded (CA), a value set after the compaction at turn 1
+    sc = scenario(tmp_path, None, [{"after_turn": 3, "active": ["country"]}])
+    r = run_checks(sc, trace(*events))
+    assert not failed(r, "checkpoint")
+
+
 def test_checkpoint_not_reached_is_informational(tmp_path: Path) -> None:
     sc = scenario(tmp_path, None, [{"after_turn": 9, "active": ["blocked"]}])
     r = run_checks(sc, trace(user("a"), summary("nothing")))
