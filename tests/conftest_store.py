@@ -4,7 +4,7 @@ parametrized over SQLite and PostgreSQL (`store_url`, `store`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +19,19 @@ def _require_postgres() -> bool:
     return os.environ.get("JUDGE_REQUIRE_POSTGRES") == "1"
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+def start_or_skip(start: Callable[[], PgServer] = start_server) -> PgServer:
+    """Start PostgreSQL; skip when impossible, or fail loudly under JUDGE_REQUIRE_POSTGRES=1."""
     try:
-        server = start_server()
+        return start()
     except (FileNotFoundError, RuntimeError) as exc:
         if _require_postgres():
             pytest.fail(f"JUDGE_REQUIRE_POSTGRES=1 but PostgreSQL cannot start: {exc}")
         pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    server = start_or_skip()
     yield server
     server.stop()
 

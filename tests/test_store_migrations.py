@@ -83,3 +83,27 @@ def test_upgrade_from_the_first_migrations(store_url: str) -> None:
     assert "ix_queue_lease_claimed" in {ix["name"] for ix in insp.get_indexes("review_queue")}
     assert store.get_run("old") is not None  # data kept
     store.close()
+
+
+def test_missing_postgres_skips_or_fails_loudly(monkeypatch) -> None:
+    import pytest
+    from conftest_store import start_or_skip
+
+    def missing():
+        raise FileNotFoundError("PostgreSQL server binaries (initdb, pg_ctl) not found")
+
+    monkeypatch.delenv("JUDGE_REQUIRE_POSTGRES", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        start_or_skip(missing)
+    monkeypatch.setenv("JUDGE_REQUIRE_POSTGRES", "1")
+    with pytest.raises(pytest.fail.Exception, match="JUDGE_REQUIRE_POSTGRES=1"):
+        start_or_skip(missing)
+
+
+def test_label_rubric_filter_is_exact(store) -> None:
+    from judge.formats import HumanLabel
+
+    store.add_labels([HumanLabel(item_id="t#1:scope_fidelity", label="pass", annotator="a"),
+                      HumanLabel(item_id="t#1:scopeXfidelity", label="pass", annotator="a")])
+    assert [lb.item_id for lb in store.labels_for(rubric="scope_fidelity")] == \
+        ["t#1:scope_fidelity"]

@@ -328,7 +328,8 @@ class Store:
         if annotator:
             stmt = stmt.where(T_LABEL.c.annotator == annotator)
         if rubric:
-            stmt = stmt.where(T_LABEL.c.item_id.like(f"%:{rubric}"))
+            pattern = rubric.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            stmt = stmt.where(T_LABEL.c.item_id.like(f"%:{pattern}", escape="\\"))
         with store_errors(self.url), self._read() as conn:
             if item_ids is None:
                 out = [row_label(r) for r in conn.execute(stmt).mappings()]
