@@ -137,6 +137,22 @@ def test_identical_call_counting_stays_bounded(tmp_path: Path) -> None:
     assert len(b.counts) == 7 and b.steps == 5000
 
 
+def test_distinct_calls_remembered_are_capped(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.checks.budgets as budgets
+
+    monkeypatch.setattr(budgets, "MAX_DISTINCT_CALLS", 50)
+    doc = {**SCENARIO, "rules": {"budgets": {"max_identical_calls": 1}}}
+    sc = load(tmp_path, doc)
+    ctx = budgets.CheckContext(sc)
+    b = budgets.Budgets(ctx)
+    evs = [{"kind": "tool_call", "tool": "get_rates", "args": {"page": i}} for i in range(500)]
+    evs += [{"kind": "tool_call", "tool": "get_rates", "args": {"page": 499}}]
+    for ev in Trace.model_validate({"trace_id": "t", "events": evs}).events:
+        b.on_event(ev, ctx)
+    assert len(b.counts) == 50 and b.failed == 1  # the recent repeat is still caught
+
+
 def test_trace_for_another_scenario_is_bad_input(tmp_path: Path) -> None:
     sc = load(tmp_path)
     trace = Trace.model_validate({"trace_id": "x/1", "scenario": "refund-once", "events": []})

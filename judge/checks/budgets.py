@@ -2,8 +2,10 @@
 
 All three are `costly`, never a veto: they waste money and time but decide nothing alone.
 Identical calls are counted by a hash of the canonical call (tool + sorted args), so memory
-grows with the number of *distinct* calls only. A read is a call to a tool in `read_tools`
-(or, when that list is empty, any tool not in `mutating_tools`).
+grows with the number of *distinct* calls only, and at most `MAX_DISTINCT_CALLS` of those
+are remembered (the oldest is forgotten first; a repeat that far apart is not counted).
+A read is a call to a tool in `read_tools` (or, when that list is empty, any tool not in
+`mutating_tools`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from judge.checks.context import CheckContext
 from judge.checks.matching import any_glob, canonical_call
 from judge.ledger.scenario import Severity
 from judge.trace.model import Event, EventKind
+
+MAX_DISTINCT_CALLS = 200_000
 
 
 class Budgets(Check):
@@ -46,8 +50,11 @@ class Budgets(Check):
                 exempt = self._exempt[tool] = any_glob(tool, b.identical_exempt)
             if not exempt:
                 h = canonical_call(tool, ev.args)
-                n = self.counts.get(h, 0) + 1
-                self.counts[h] = n
+                counts = self.counts
+                n = counts.get(h, 0) + 1
+                counts[h] = n
+                if n == 1 and len(counts) > MAX_DISTINCT_CALLS:
+                    del counts[next(iter(counts))]  # forget the oldest distinct call
                 if n == b.max_identical_calls + 1:
                     self.fail(f"identical `{tool}` call repeated {n} times (budget "
                               f"{b.max_identical_calls}) {where(ev.turn, ev.seq)}",
