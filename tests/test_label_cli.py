@@ -137,3 +137,11 @@ def test_labelled_item_leaves_the_queue(db: str) -> None:
     with open_store(db) as s:
         assert s.queue.stats()["by_state"]["done"] == 3
         assert isinstance(s, Store)
+
+
+def test_end_of_input_gives_the_claim_back(db: str) -> None:
+    res = invoke(["label", "--annotator", "dee"], db, input="p\n\n")  # then input ends
+    assert res.exit_code == 0, res.output
+    assert "stopped; 1 labelled this session" in res.output
+    with open_store(db) as s:
+        assert s.queue.stats()["by_state"] == {"open": 2, "claimed": 0, "done": 1}

@@ -13,6 +13,7 @@ Non-interactive, for scripts:
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import typer
@@ -85,6 +86,7 @@ class Session:
         self.con = console or Console(highlight=False)
         self.skipped: list[str] = []
         self.done: list[str] = []  # item ids labelled in this session, in order
+        self.single_key = sys.stdin.isatty() and self.con.is_terminal
 
     def run(self) -> None:
         pending: QueueEntry | None = None
@@ -100,7 +102,13 @@ class Session:
             total = max(total, len(self.done) + 1)
             data = self.store.get_item(entry.item_id)
             self.show(entry, data, len(self.done) + 1, total)
-            choice = self.ask_choice()
+            try:
+                choice = self.ask_choice()
+                if choice in ("p", "f", "u"):
+                    self.record(entry, data, {"p": "pass", "f": "fail", "u": "unsure"}[choice])
+                    continue
+            except (KeyboardInterrupt, EOFError):  # Ctrl-C, or the end of piped input
+                choice = "q"
             if choice == "q":
                 self.store.queue.release(entry.item_id, self.who)
                 self.con.print(f"stopped; {len(self.done)} labelled this session")
@@ -112,8 +120,6 @@ class Session:
                 continue
             if choice == "z":
                 pending = self.undo(entry)
-                continue
-            self.record(entry, data, {"p": "pass", "f": "fail", "u": "unsure"}[choice])
 
     def undo(self, current: QueueEntry) -> QueueEntry:
         if not self.done:
@@ -154,8 +160,14 @@ class Session:
 
     # -- input --------------------------------------------------------------------------
     def ask_choice(self) -> str:
+        """One key on a terminal (no Enter needed); a line when input is piped (scripts)."""
         while True:
-            raw = self.con.input(f"{KEYS} > ").strip().lower()
+            if self.single_key:
+                self.con.print(f"{KEYS} > ", end="")
+                raw = str(typer.getchar()).lower()
+                self.con.print(raw)
+            else:
+                raw = self.con.input(f"{KEYS} > ").strip().lower()
             if raw[:1] in ("p", "f", "u", "s", "z", "q") and raw:
                 return raw[0]
             self.con.print("please answer p, f, u, s, z or q")
