@@ -22,7 +22,7 @@ from typing import Any
 
 from judge.formats import Verdict
 from judge.grading.cache import RenderMemo
-from judge.grading.keys import KeyMaker, MemoMaker
+from judge.grading.keys import KeyMaker, MemoMaker, cache_key
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, reask, render
 from judge.providers.base import (
@@ -85,6 +85,7 @@ class _Run:
         self.stats = stats
         self.spec = provider.spec
         self.keys: KeyMaker | None = None
+        self.schema: dict[str, Any] = {}
         self.memo: RenderMemo | None = cache if isinstance(cache, RenderMemo) else None
         self.memo_keys = (MemoMaker(prompt.hash, provider.spec, params, redaction)
                           if self.memo is not None else None)
@@ -93,9 +94,12 @@ class _Run:
                       "prompt_hash": prompt.hash, "model": provider.spec}
 
     def key_of(self, request: JudgeRequest) -> str:
-        if self.keys is None:  # the schema comes with the first rendered request
+        if self.keys is None:  # the prompt's schema comes with the first rendered request
+            self.schema = request.schema
             self.keys = KeyMaker(self.prompt.hash, self.spec, self.params, request.schema,
                                  request.schema_name)
+        elif request.schema is not self.schema and request.schema != self.schema:
+            return cache_key(self.prompt.hash, self.spec, self.params, request)
         return self.keys.key(request)
 
     async def call(self, request: JudgeRequest, key: str) -> tuple[str, bool]:
@@ -137,7 +141,7 @@ class _Run:
             return self._unscored(item, REPLAY_MISS, None)
         except ProviderFailure as exc:
             self.stats.failures += 1
-            what = f"HTTP {exc.status}: " if exc.status else ""
+            what = f"HTTP {exc.status}: " if exc.status and str(exc.status) not in str(exc) else ""
             attempts = getattr(exc, "attempts", None)
             tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
             return self._unscored(item, f"provider failed{tries}: {what}{exc}", None)
