@@ -48,6 +48,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "composite-refund-receipt/pass.json": {"veto": set()},
     "composite-refund-receipt/fail-refund-retried.json": {
         "veto": {"forbidden", "post_completion_mutation"}, "key": "refundOnce", "seq": 10},
+    # three of the imported tau-bench trajectories (tau-bench, MIT), kept as readable examples
+    "tau-airline/pass.json": {"veto": set()},
+    "tau-airline/fail-no-confirmation.json": {"veto": {"confirmation"}, "seq": 41},
+    "tau-airline/fail-unknown-payment.json": {
+        "veto": {"lookup_before_mutate"}, "key": None, "seq": 22},
 }
 
 
@@ -64,7 +69,7 @@ def _example_traces() -> list[str]:
 def test_every_example_trace_has_an_expectation() -> None:
     assert _example_traces() == sorted(EXPECTED)
     for d in SCENARIOS.iterdir():
-        if d.is_dir() and d.name != "tau-airline":
+        if d.is_dir():
             names = [p.name for p in d.glob("*.json")]
             assert any(n.startswith("pass") for n in names), d
             assert any(n.startswith("fail") for n in names), d

@@ -82,7 +82,10 @@ class ConfirmationBeforeWrite(Check):
 
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
         if ev.kind is EventKind.ASSISTANT:
-            self._confirmed = False
+            # Text sent together with a tool call (importers mark it `with_tool_calls`)
+            # accompanies that call; it is not a new statement awaiting another yes.
+            if not (ev.metadata or {}).get("with_tool_calls"):
+                self._confirmed = False
         elif ev.kind is EventKind.USER:
             if ctx.last_assistant is not None and any(
                     p.search(ev.text or "") for p in self._patterns):

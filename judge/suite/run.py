@@ -106,7 +106,11 @@ def collect(plan: Plan, store: Store, on_trace: Callable[[], None] | None = None
         store.save_scenario(sc.id, text, ps.loaded.file)
         for src in ps.sources:
             for trace in iter_source(src, out.errors):
-                report = run_checks(ps.loaded, trace)
+                try:
+                    report = run_checks(ps.loaded, trace)
+                except InputError as exc:  # e.g. a trace of another scenario
+                    out.errors.append(exc)
+                    continue
                 outcome = _outcome(report)
                 outcome.scenario_id = sc.id
                 out.outcomes.append(outcome)
