@@ -136,3 +136,16 @@ def test_items_traces_prompts(store: Store) -> None:
     assert store.save_trace({"trace_id": "t", "events": [{"seq": 1}]}) == "t"
     digest = store.save_scenario("refund-once", "id: refund-once\n")
     assert digest.startswith("sha256:")
+
+
+def test_call_cache_errors_are_store_errors(store: Store) -> None:
+    import pytest
+
+    from judge.errors import StoreError
+
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE provider_calls")
+    with pytest.raises(StoreError, match="provider_calls"):
+        store.calls.get("k1")
+    with pytest.raises(StoreError, match="provider_calls"):
+        store.calls.count()

@@ -6,16 +6,23 @@ from it: a grading run killed afterwards repeats no stored call when it is run a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from judge.errors import StoreError
 from judge.providers.base import CallRecord
-from judge.store.db import insert_ignore, store_errors, utcnow
+from judge.store.db import describe, display_url, insert_ignore, store_errors, utcnow
 from judge.store.tables import CallRow
 
 _T: Any = CallRow.__table__  # type: ignore[attr-defined]
+
+
+def _json(value: Any) -> Any:
+    """JSON columns come back parsed from psycopg and as text from sqlite3."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 class DbCallCache:
@@ -24,22 +31,38 @@ class DbCallCache:
     def __init__(self, engine: Engine, url: str) -> None:
         self._engine = engine
         self._url = url
+        mark = "?" if engine.dialect.name == "sqlite" else "%s"
+        self._get_sql = ("SELECT cache_key, item_id, prompt_hash, model, params, request, "
+                         f"response_text, usage, latency_s, raw FROM provider_calls "
+                         f"WHERE cache_key = {mark}")
         self.hits = 0
         self.misses = 0
 
     def get(self, cache_key: str) -> CallRecord | None:
-        with store_errors(self._url), self._engine.connect().execution_options(
-                judge_read=True) as conn:
-            row = conn.execute(select(_T).where(_T.c.cache_key == cache_key)).mappings().first()
+        # The hot path of a cached rerun: one driver-level SELECT on a pooled connection,
+        # without SQLAlchemy's transaction bookkeeping.
+        with store_errors(self._url):
+            raw = self._engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.execute(self._get_sql, (cache_key,))
+            row = cur.fetchone()
+            cur.close()
+            raw.rollback()  # end the read (PostgreSQL opened a transaction for it)
+        except self._engine.dialect.loaded_dbapi.Error as exc:
+            raw.invalidate()
+            raise StoreError(f"database {display_url(self._url)}: {describe(exc)}") from exc
+        finally:
+            raw.close()
         if row is None:
             self.misses += 1
             return None
         self.hits += 1
+        key, item_id, prompt_hash, model, params, request, text, usage, latency, extra = row
         return CallRecord(
-            cache_key=row["cache_key"], item_id=row["item_id"], prompt_hash=row["prompt_hash"],
-            model=row["model"], params=row["params"], request=row["request"],
-            response_text=row["response_text"], usage=row["usage"],
-            latency_s=row["latency_s"], raw=row["raw"])
+            cache_key=key, item_id=item_id, prompt_hash=prompt_hash, model=model,
+            params=_json(params), request=_json(request), response_text=text,
+            usage=_json(usage), latency_s=float(latency), raw=_json(extra))
 
     def put(self, record: CallRecord) -> None:
         row = {
