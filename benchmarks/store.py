@@ -76,6 +76,32 @@ def bench_sqlite(n: int) -> None:
               f"{reviewed:,} routed to review, {queued:,} queued")
 
 
+def bench_call_cache(n: int = 10_000) -> None:
+    from judge.providers.base import CallRecord
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(f"sqlite:///{tmp}/judge.db")
+        records = [CallRecord(cache_key=f"sha256:{i:064x}", item_id=f"trace-{i}#3:{R}",
+                              prompt_hash="sha256:bench", model="heuristic",
+                              params={"temperature": 0.0, "seed": 0, "max_tokens": 1024},
+                              request={"system": "s" * 2000, "messages": [
+                                  {"role": "user", "content": "u" * 3000}]},
+                              response_text='{"label": "pass", "confidence": 0.7}',
+                              usage={"prompt_tokens": 1250}, latency_s=0.8)
+                   for i in range(n)]
+        t0 = time.perf_counter()
+        for r in records:
+            store.calls.put(r)
+        put = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for r in records:
+            assert store.calls.get(r.cache_key) is not None
+        get = time.perf_counter() - t0
+        store.close()
+    print(f"sqlite call cache ({n:,} calls of ~5 kB): put {n / put:,.0f}/s (one transaction "
+          f"each, stored before the verdict), get {n / get:,.0f}/s (a cached rerun's lookups)")
+
+
 def bench_pg_claims(url: str | None, queued: int, claims: int) -> None:
     server = None
     if url is None:
@@ -128,6 +154,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     bench_sqlite(args.verdicts)
+    bench_call_cache()
     bench_pg_claims(args.pg_url, args.queued, args.claims)
 
 
