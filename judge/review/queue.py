@@ -77,12 +77,14 @@ def enqueue_rows(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
 
 def record_label(conn: Connection, item_id: str, annotator: str) -> None:
     """After a label: count the item's distinct annotators; done when enough, else free it."""
-    n = conn.execute(select(func.count(func.distinct(L.c.annotator)))
-                     .where(L.c.item_id == item_id)).scalar_one()
+    # Lock the entry first (PostgreSQL): two labels of one item committing at once then
+    # count each other, so a double-labelled item is closed exactly when its second lands.
     entry = conn.execute(select(Q.c.required, Q.c.state, Q.c.claimed_by)
-                         .where(Q.c.item_id == item_id)).first()
+                         .where(Q.c.item_id == item_id).with_for_update()).first()
     if entry is None:
         return
+    n = conn.execute(select(func.count(func.distinct(L.c.annotator)))
+                     .where(L.c.item_id == item_id)).scalar_one()
     now = utcnow()
     if n >= entry.required:
         conn.execute(update(Q).where(Q.c.item_id == item_id).values(
