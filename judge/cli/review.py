@@ -49,7 +49,7 @@ def human_agreement(store: Store) -> dict[str, Any] | None:
 def _table(entries: list[QueueEntry]) -> Table:
     table = Table(show_lines=False)
     for col in ("item", "reason", "safety", "confidence", "state", "labels", "claimed by"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for e in entries:
         table.add_row(e.item_id, e.reason, "yes" if e.safety_critical else "",
                       "-" if e.confidence is None else f"{e.confidence:.2f}", e.state,
