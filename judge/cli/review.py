@@ -48,8 +48,9 @@ def human_agreement(store: Store) -> dict[str, Any] | None:
 
 def _table(entries: list[QueueEntry]) -> Table:
     table = Table(show_lines=False)
-    for col in ("item", "reason", "safety", "confidence", "state", "labels", "claimed by"):
-        table.add_column(col, overflow="fold")
+    table.add_column("item", overflow="fold", min_width=24)
+    for col in ("reason", "safety", "confidence", "state", "labels", "claimed by"):
+        table.add_column(col, no_wrap=True)
     for e in entries:
         table.add_row(e.item_id, e.reason, "yes" if e.safety_critical else "",
                       "-" if e.confidence is None else f"{e.confidence:.2f}", e.state,
