@@ -48,9 +48,10 @@ def human_agreement(store: Store) -> dict[str, Any] | None:
 
 def _table(entries: list[QueueEntry]) -> Table:
     table = Table(show_lines=False)
-    table.add_column("item", overflow="fold", min_width=24)
-    for col in ("reason", "safety", "confidence", "state", "labels", "claimed by"):
+    table.add_column("item", overflow="fold", min_width=12)
+    for col in ("reason", "safety", "conf", "state", "labels"):
         table.add_column(col, no_wrap=True)
+    table.add_column("claimed by", overflow="fold")
     for e in entries:
         table.add_row(e.item_id, e.reason, "yes" if e.safety_critical else "",
                       "-" if e.confidence is None else f"{e.confidence:.2f}", e.state,
