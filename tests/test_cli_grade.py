@@ -137,3 +137,9 @@ def test_bad_trace_is_reported_and_the_others_graded(tmp_path: Path) -> None:
 def test_missing_scenario_is_exit_2(tmp_path: Path) -> None:
     code, _, err = judge(tmp_path / "nope.yaml", PASS)
     assert code == 2 and "nope.yaml" in err
+
+
+def test_progress_bar_goes_to_stderr_and_leaves_stdout_clean(tmp_path: Path) -> None:
+    code, out, err = judge(REFUND, PASS, "--progress", "--format", "json")
+    assert code == 0 and "Traceback" not in err
+    assert json.loads(out)["summary"]["items"] >= 1  # stdout is still pure JSON
