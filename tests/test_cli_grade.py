@@ -143,3 +143,11 @@ def test_progress_bar_goes_to_stderr_and_leaves_stdout_clean(tmp_path: Path) -> 
     code, out, err = judge(REFUND, PASS, "--progress", "--format", "json")
     assert code == 0 and "Traceback" not in err
     assert json.loads(out)["summary"]["items"] >= 1  # stdout is still pure JSON
+
+
+def test_only_bad_traces_is_one_line_per_trace_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    code, out, err = judge(REFUND, bad)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "bad.jsonl:1" in err

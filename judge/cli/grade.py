@@ -106,7 +106,9 @@ def grade(
         for err in bad:
             warn(f"error: {err.message}")
         if n_traces == 0:
-            die("no trace could be read" if bad else "no traces given")
+            if bad:  # each bad trace has had its one line
+                raise typer.Exit(2)
+            die("no traces in the given files")
 
         stats = GradingStats()
         show = progress if progress is not None else (
