@@ -34,7 +34,7 @@ def _canonical(value: Any) -> bytes:
 class KeyMaker:
     """Cache keys for one (prompt, model, params, schema): the constant part is hashed once."""
 
-    __slots__ = ("_base", "_systems")
+    __slots__ = ("_base",)
 
     def __init__(self, prompt_hash: str, model: str, params: ModelParams,
                  schema: dict[str, Any], schema_name: str = "verdict") -> None:
@@ -47,22 +47,18 @@ class KeyMaker:
         base.update(_canonical({"name": schema_name, "schema": schema}))
         base.update(b"\0")
         self._base = base
-        self._systems: dict[str, bytes] = {}
 
     def key(self, request: JudgeRequest) -> str:
         h = self._base.copy()
-        sys_digest = self._systems.get(request.system)
-        if sys_digest is None:
-            sys_digest = hashlib.sha256(request.system.encode("utf-8")).digest()
-            if len(self._systems) < 64:
-                self._systems[request.system] = sys_digest
-        h.update(sys_digest)
-        h.update(b"\0")
-        for m in request.messages:  # length-prefixed, so no content can fake a boundary
-            for part in (str(m.get("role", "")), str(m.get("content", ""))):
-                data = part.encode("utf-8")
-                h.update(len(data).to_bytes(8, "big"))
-                h.update(data)
+        # length-prefixed parts, so no content can fake a boundary between them
+        parts = [request.system]
+        for m in request.messages:
+            parts.append(str(m.get("role", "")))
+            parts.append(str(m.get("content", "")))
+        for part in parts:
+            data = part.encode("utf-8")
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
         return "sha256:" + h.hexdigest()
 
 
