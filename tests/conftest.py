@@ -10,7 +10,8 @@ pytest_plugins = ["conftest_store"]  # store fixtures (SQLite + throwaway Postgr
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-TAU_BENCH = EXAMPLES / "data" / "tau-bench-airline" / "historical_trajectories" / "gpt-4o-airline.json"
+TAU_BENCH = (EXAMPLES / "data" / "tau-bench-airline" / "historical_trajectories"
+             / "gpt-4o-airline.json")
 
 
 @pytest.fixture(autouse=True)

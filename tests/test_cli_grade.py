@@ -43,7 +43,21 @@ def test_heuristic_is_the_offline_default_and_named(tmp_path: Path) -> None:
     assert all(v["metadata"]["display_name"] == "heuristic baseline (no LLM)"  # type: ignore[index]
                for v in verdicts)
     assert all(str(v["item_id"]).startswith("refund-once/pass#") for v in verdicts)
-    assert Path(".judge-cache.jsonl").exists()
+    # by default calls, items and routed verdicts go to the database (./judge.db)
+    from judge.store import open_store
+
+    with open_store("sqlite:///judge.db") as store:
+        assert store.calls.count() >= 1
+        assert store.count_verdicts() == len(verdicts)
+        assert store.get_item(str(verdicts[0]["item_id"])) is not None
+    assert not Path(".judge-cache.jsonl").exists()
+
+
+def test_cache_file_mode_stores_nothing_in_the_database(tmp_path: Path) -> None:
+    code, _, err = judge(REFUND, PASS, "--cache", tmp_path / "calls.jsonl")
+    assert code == 0, err
+    assert (tmp_path / "calls.jsonl").stat().st_size > 0
+    assert not Path("judge.db").exists()
 
 
 def test_vetoed_trace_verdicts_are_kept_but_overruled(tmp_path: Path) -> None:
@@ -111,7 +125,7 @@ def test_broken_prompt_file_is_one_line_before_any_call(
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "v1.md" in err
     assert server.generation_count == 0
-    assert not Path(".judge-cache.jsonl").exists()
+    assert not Path(".judge-cache.jsonl").exists() and not Path("judge.db").exists()
 
 
 def test_undefined_template_variable_is_exit_2(tmp_path: Path,

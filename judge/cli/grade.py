@@ -32,7 +32,8 @@ from judge.prompts import Prompt, load_prompt
 from judge.providers.base import CallCache, Provider
 from judge.providers.registry import default_model_spec, make_provider
 from judge.settings import Settings
-from judge.trace import iter_traces
+from judge.store import Store, open_store
+from judge.trace import Trace, iter_traces
 
 PROGRESS_MIN_ITEMS = 20
 
@@ -42,7 +43,7 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-#: how the CLI opens its call cache; the database store may replace this default
+#: how the CLI opens a file call cache (`--cache FILE`); by default calls go to the database
 CacheOpener = Callable[[Path | None, Settings], CallCache]
 
 
@@ -68,7 +69,10 @@ def grade(
     replay_only: bool = typer.Option(
         False, "--replay-only", help="Never call a provider; uncached items end unscored."),
     cache: Path | None = typer.Option(
-        None, "--cache", help=f"Call cache file (default: {DEFAULT_CACHE_FILE})."),
+        None, "--cache", help="Keep provider calls in this JSONL file instead of the "
+        "database (file mode: nothing is stored in the database)."),
+    db: str | None = typer.Option(
+        None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write verdicts JSONL here."),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     progress: bool | None = typer.Option(
@@ -77,17 +81,19 @@ def grade(
     """Grade the judge items of traces against a scenario, after the deterministic checks."""
     with cli_errors():
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
-                                 rpm=rpm, retries=retries)
+                                 rpm=rpm, retries=retries, database_url=db)
         spec = settings.model or default_model_spec(settings)
         provider = make_provider(spec, settings)
         loaded = load_scenario(scenario)
         rubrics = _rubrics(loaded, rubric)
         prompts = {name: load_prompt(name) for name in rubrics}
         _warn_unused(loaded, rubrics)
-        call_cache = cache_opener(cache, settings)
+        store = open_store(settings.database_url) if cache is None else None
+        call_cache = store.calls if store is not None else cache_opener(cache, settings)
 
         bad: list[InputError] = []
         items: list[Item] = []
+        graded_traces: list[Trace] = []
         vetoes: dict[str, str] = {}
         n_traces = 0
         for path in traces:
@@ -99,6 +105,7 @@ def grade(
                     bad.append(exc)
                     continue
                 n_traces += 1
+                graded_traces.append(trace)
                 if report.vetoed:
                     first = report.first_divergence
                     vetoes[trace.trace_id] = first.message if first else "deterministic veto"
@@ -126,10 +133,17 @@ def grade(
                 v.route = "veto"
                 v.route_reason = vetoes[trace_id]
 
+        if store is not None:
+            with store:
+                run_id = _store_graded(store, graded_traces, items, prompts, verdicts,
+                                       set(vetoes), spec)
         if output is not None:
             _write_jsonl(output, verdicts)
         summary = _summary(verdicts, provider, stats, n_traces, len(vetoes), rubrics, prompts,
                            replay_only)
+        if store is not None:
+            summary["run_id"] = run_id
+            summary["database"] = store.where
         if fmt is OutputFormat.json:
             typer.echo(json.dumps({"summary": summary,
                                    "verdicts": [v.model_dump(mode="json") for v in verdicts]},
@@ -140,6 +154,21 @@ def grade(
         raise typer.Exit(2)
     if vetoes or summary["fail"]:
         raise typer.Exit(1)
+
+
+def _store_graded(store: Store, traces: list[Trace], items: list[Item],
+                  prompts: dict[str, Prompt], verdicts: list[Verdict], vetoed: set[str],
+                  spec: str) -> str:
+    """Store the graded traces, items and routed verdicts as one run; review items queue."""
+    run_id = store.save_run(suite=None, config={"command": "grade", "model": spec})
+    for trace in traces:
+        store.save_trace(trace)
+    store.save_items(items)
+    for prompt in prompts.values():
+        store.save_prompt(prompt)
+    store.save_verdicts(verdicts, run_id, vetoed_traces=vetoed)
+    store.finish_run(run_id)
+    return run_id
 
 
 def _rubrics(loaded: LoadedScenario, asked: list[str]) -> list[str]:
@@ -239,9 +268,13 @@ def _print_text(verdicts: list[Verdict], s: dict[str, Any]) -> None:
             head += "  [overruled: veto]"
         why = v.rationale if v.label != "unscored" else v.reason
         typer.echo(f"{head}  {why or ''}".rstrip())
+    if "run_id" in s:
+        typer.echo(f"stored as run {s['run_id']} in {s['database']} "
+                   "(review queue: judge review stats)")
     typer.echo(
         f"graded {s['items']} items of {s['traces']} traces with {s['judge']}: "
         f"{s['pass']} pass, {s['fail']} fail, {s['unscored']} unscored; "
         f"{s['vetoed_traces']} traces vetoed ({s['overruled']} verdicts overruled); "
         f"{s['provider_calls']} provider calls, {s['cache_hits']} cached, "
         f"{s['reasks']} re-asked")
+
