@@ -26,10 +26,7 @@ prompt versions' stored verdicts.
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -42,12 +39,12 @@ from judge.calibration.pairs import calibration_groups
 from judge.calibration.record import CalibrationRecord, load_records
 from judge.calibration.staleness import Current, stale_rubrics
 from judge.cli.common import cli_errors, die, warn
+from judge.cli.progress import progress_bar
 from judge.errors import ConfigError, InputError
 from judge.labels import iter_verdicts, read_labels, read_verdicts, reference_labels
 from judge.labels.report import rubric_of
 
 DEFAULT_ROOT = Path("calibration")
-PROGRESS_MIN_ITEMS = 20
 
 
 class OutputFormat(StrEnum):
@@ -209,10 +206,11 @@ def _calibrate_db(rubric: str, model: str | None, base_url: str | None, db: str 
     settings = Settings.load(model=model, base_url=base_url, database_url=db)
     prompt = load_prompt(rubric)  # an unknown rubric fails before the database is opened
     provider = make_provider(settings.model or default_model_spec(settings), settings)
-    with open_store(settings.database_url) as store, _progress(progress) as (start, tick):
+    with open_store(settings.database_url) as store, \
+            progress_bar("re-grading labelled items", progress) as bar:
         result = calibrate_rubric(
             store, rubric, provider, settings, prompt=prompt, target=target, seed=seed,
-            min_per_class=min_per_class, root=output, on_start=start, on_result=tick)
+            min_per_class=min_per_class, root=output, on_start=bar.total, on_result=bar.tick)
         where = store.where
     s = result.stats
     if result.n_missing_items:
@@ -225,40 +223,6 @@ def _calibrate_db(rubric: str, model: str | None, base_url: str | None, db: str 
     typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
 
 
-@contextmanager
-def _progress(show: bool | None) -> Iterator[tuple[Callable[[int], None],
-                                                   Callable[[object], None]]]:
-    """(start(total), tick(verdict)) callbacks driving a progress bar on stderr for long
-    re-grades; no-ops when not shown."""
-    if show is False or (show is None and not sys.stderr.isatty()):
-        yield (lambda _n: None), (lambda _v: None)
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    bar = Progress(TextColumn("re-grading labelled items"), BarColumn(), MofNCompleteColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-    task: list[object] = []
-
-    def start(total: int) -> None:
-        if show or total > PROGRESS_MIN_ITEMS:
-            bar.start()
-            task.append(bar.add_task("calibrate", total=total))
-
-    def tick(_verdict: object) -> None:
-        if task:
-            bar.advance(task[0])  # type: ignore[arg-type]
-
-    try:
-        yield start, tick
-    finally:
-        bar.stop()
 
 
 def _label_counts(labels: Path) -> dict[str, int]:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import typer
 
 from judge.checks import run_checks
 from judge.cli.common import cli_errors, die, warn
+from judge.cli.progress import progress_bar
 from judge.errors import ConfigError, InputError
 from judge.formats import Verdict
 from judge.grading.cache import DEFAULT_CACHE_FILE, JsonlCache
@@ -194,7 +194,8 @@ async def _grade_all(items: list[Item], prompts: dict[str, Prompt], provider: Pr
                      stats: GradingStats, show_progress: bool) -> list[Verdict]:
     by_id: dict[str, Verdict] = {}
     try:
-        with _progress(len(items), provider.display_name, show_progress) as tick:
+        with progress_bar(f"grading with {provider.display_name}", show_progress,
+                          total=len(items), min_items=0) as bar:
             for name, prompt in prompts.items():
                 group = [it for it in items if it.rubric == name]
                 if not group:
@@ -203,32 +204,13 @@ async def _grade_all(items: list[Item], prompts: dict[str, Prompt], provider: Pr
                     group, prompt, provider, cache, params=settings.model_params(),
                     concurrency=settings.concurrency, rpm=settings.rpm,
                     retries=settings.retries, replay_only=replay_only,
-                    on_result=tick, stats=stats)
+                    on_result=bar.tick, stats=stats)
                 by_id.update((it.item_id, v) for it, v in zip(group, out, strict=True))
     finally:
         await provider.aclose()
     return [by_id[it.item_id] for it in items]
 
 
-@contextmanager
-def _progress(total: int, label: str, show: bool) -> Iterator[Callable[[Verdict], None]]:
-    if not show or total == 0:
-        yield lambda _v: None
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(TextColumn("grading with {task.description}"), BarColumn(),
-                  MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda _v: bar.advance(task)
 
 
 def _write_jsonl(path: Path, verdicts: list[Verdict]) -> None:

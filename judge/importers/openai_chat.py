@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace.loader import validation_error
+from judge.trace.loader import parse_json, validation_error
 from judge.trace.model import Trace
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -246,10 +246,10 @@ def iter_openai_chat(path: str | Path, *, prefix: str | None = None,
                 if not raw.strip():
                     continue
                 n += 1
-                obj = _loads(raw, file, lineno)
+                obj = parse_json(raw, file, lineno)
                 yield _conversation(obj, _Where(file, lineno, ""), f"{stem}/{n}", scenario)
             return
-        doc = _loads(fh.read(), file, None)
+        doc = parse_json(fh.read(), file, None)
     if isinstance(doc, list) and doc and not _is_message_list(doc):
         for n, obj in enumerate(doc, start=1):
             yield _conversation(obj, _Where(file, None, f"[{n - 1}]"), f"{stem}/{n}",
@@ -257,12 +257,3 @@ def iter_openai_chat(path: str | Path, *, prefix: str | None = None,
     else:
         yield _conversation(doc, _Where(file, None, ""), f"{stem}/1", scenario)
 
-
-def _loads(text: str, file: str, line: int | None) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
-                         line=line if line is not None else exc.lineno) from None
-    except RecursionError:
-        raise InputError("malformed JSON (nested too deeply)", file=file, line=line) from None

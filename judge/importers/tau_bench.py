@@ -12,13 +12,13 @@ becomes the trace `tau-<domain>/<task_id>/<trial>` of scenario `tau-<domain>`:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from judge.errors import InputError
 from judge.importers.openai_chat import _Where, build_trace, messages_to_events
+from judge.trace.loader import parse_json
 from judge.trace.model import Trace
 
 DEFAULT_AGENT = "tau-bench tool-calling agent"
@@ -84,13 +84,7 @@ def iter_tau_bench(path: str | Path, *, domain: str = "airline",
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", file=file) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
-                         line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("malformed JSON (nested too deeply)", file=file) from None
+    doc = parse_json(text, file, None)
     if not isinstance(doc, list):
         raise InputError("expected a JSON list of trajectory records", file=file)
     for i, rec in enumerate(doc):

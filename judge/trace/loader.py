@@ -63,12 +63,18 @@ def _parse_trace(obj: Any, file: str, line: int | None) -> Trace:
         raise InputError(str(exc), file=file, line=line) from None
 
 
-def _loads(text: str, file: str, line: int | None) -> Any:
+def parse_json(text: str, file: str, line: int | None) -> Any:
+    """json.loads with a one-line InputError naming the file and line on malformed input."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
                          line=line if line is not None else exc.lineno) from None
+    except RecursionError:
+        raise InputError("malformed JSON (nested too deeply)", file=file, line=line) from None
+
+
+_loads = parse_json
 
 
 @dataclass
