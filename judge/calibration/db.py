@@ -10,7 +10,6 @@ under `calibration/<rubric>/<prompt_version>__<model>.json` in the working direc
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +21,7 @@ from judge.calibration.pairs import calibration_groups
 from judge.calibration.record import (
     CalibrationRecord,
     find_record,
-    load_record,
     load_records,
-    safe_part,
 )
 from judge.errors import InputError
 from judge.formats import HumanLabel, Verdict
@@ -40,47 +37,9 @@ if TYPE_CHECKING:
     from judge.settings import Settings
     from judge.store import Store
 
-ENV_DIR = "JUDGE_CALIBRATION_DIR"
-DEFAULT_DIR = Path("calibration")
+from judge.calibration.files import DEFAULT_DIR, ENV_DIR, file_record, records_dir
 
-
-def records_dir(root: str | Path | None = None) -> Path:
-    """Where calibration records are read and written: `root`, else $JUDGE_CALIBRATION_DIR,
-    else `calibration/` in the working directory."""
-    if root is not None:
-        return Path(root)
-    env = os.environ.get(ENV_DIR)
-    return Path(env) if env else DEFAULT_DIR
-
-
-# -- records committed to git (routing's fallback) ------------------------------------------
-_FileKey = tuple[str, int, int]
-_file_memo: dict[str, tuple[tuple[_FileKey, ...], list[CalibrationRecord]]] = {}
-
-
-def file_record(rubric: str, prompt_hash: str | None, model: str,
-                root: str | Path | None = None) -> CalibrationRecord | None:
-    """The newest record for (rubric, prompt hash, model) under `records_dir(root)/<rubric>/`,
-    or None. Parsed files are remembered until one changes (routing asks once per batch)."""
-    folder = records_dir(root) / safe_part(rubric)
-    if not folder.is_dir():
-        return None
-    files = sorted(folder.glob("*.json"))
-    keys: list[_FileKey] = []
-    for p in files:
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        keys.append((str(p), st.st_mtime_ns, st.st_size))
-    memo_key = str(folder.resolve())
-    cached = _file_memo.get(memo_key)
-    if cached is not None and cached[0] == tuple(keys):
-        records = cached[1]
-    else:
-        records = [load_record(k[0]) for k in keys]
-        _file_memo[memo_key] = (tuple(keys), records)
-    return find_record(records, rubric, prompt_hash, model)
+__all__ = ["DEFAULT_DIR", "ENV_DIR", "file_record", "records_dir"]
 
 
 def stored_records(store: Store) -> list[CalibrationRecord]:

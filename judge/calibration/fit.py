@@ -19,10 +19,9 @@ from typing import Annotated, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
-from sklearn.isotonic import IsotonicRegression
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold, StratifiedKFold
 
+# scikit-learn is imported where a fit happens: applying a stored calibrator (routing) needs
+# only numpy, and importing scikit-learn costs about a second.
 from judge.calibration.metrics import FloatArray, as_arrays, log_loss
 
 Method = Literal["isotonic", "platt"]
@@ -65,6 +64,8 @@ def fit_isotonic(conf: ArrayLike, agreed: ArrayLike) -> IsotonicCalibrator:
     x, y = as_arrays(conf, agreed)
     if x.size == 0:
         raise ValueError("cannot fit a calibrator on no items")
+    from sklearn.isotonic import IsotonicRegression
+
     iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
     iso.fit(x, y)
     # A finite sample never shows certainty: keep outputs 1/(n+2) away from 0 and 1, so one
@@ -84,6 +85,8 @@ def fit_platt(conf: ArrayLike, agreed: ArrayLike) -> PlattCalibrator:
         rate = min(max(float(y.mean()), 1e-6), 1.0 - 1e-6)
         return PlattCalibrator(coef=0.0, intercept=math.log(rate / (1.0 - rate)))
     # liblinear: same optimum as lbfgs here (C=1e6, one feature), several times faster
+    from sklearn.linear_model import LogisticRegression
+
     lr = LogisticRegression(C=1e6, solver="liblinear", max_iter=1000)
     lr.fit(x.reshape(-1, 1), y.astype(np.int64))
     return PlattCalibrator(coef=float(lr.coef_[0, 0]), intercept=float(lr.intercept_[0]))
@@ -110,6 +113,8 @@ def fold_ids(agreed: FloatArray, n_folds: int, seed: int) -> np.ndarray:
     n = agreed.size
     k = max(2, min(n_folds, n))
     counts = np.bincount(agreed.astype(np.int64), minlength=2)
+    from sklearn.model_selection import KFold, StratifiedKFold
+
     splitter: StratifiedKFold | KFold
     if counts.min() >= k:
         splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import beta
 
 from judge.calibration.metrics import accepted_counts, as_arrays
 
@@ -28,6 +27,8 @@ def clopper_pearson_lower(
     if np.any(n_arr <= 0) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
         raise ValueError("need 0 <= k <= n and n >= 1")
     with np.errstate(invalid="ignore"):
+        from scipy.stats import beta  # imported here: scipy.stats costs ~0.5 s to load
+
         lo = beta.ppf(alpha, k_arr, n_arr - k_arr + 1.0)
     return np.asarray(np.where(k_arr == 0, 0.0, lo), dtype=np.float64)
 

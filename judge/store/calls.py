@@ -7,6 +7,7 @@ from it: a grading run killed afterwards repeats no stored call when it is run a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func, select
@@ -65,14 +66,24 @@ class DbCallCache:
             usage=_json(usage), latency_s=float(latency), raw=_json(extra))
 
     def put(self, record: CallRecord) -> None:
-        row = {
+        self.put_many([record])
+
+    def put_many(self, records: Sequence[CallRecord]) -> None:
+        """Store several calls in one transaction (an already stored key is kept)."""
+        rows = [self._row(r) for r in records]
+        if not rows:
+            return
+        with store_errors(self._url), self._engine.begin() as conn:
+            conn.execute(insert_ignore(_T, conn.dialect.name), rows)
+
+    @staticmethod
+    def _row(record: CallRecord) -> dict[str, Any]:
+        return {
             "cache_key": record.cache_key, "item_id": record.item_id,
             "prompt_hash": record.prompt_hash, "model": record.model, "params": record.params,
             "request": record.request, "response_text": record.response_text,
             "usage": record.usage, "latency_s": record.latency_s, "raw": record.raw,
             "created_at": utcnow()}
-        with store_errors(self._url), self._engine.begin() as conn:
-            conn.execute(insert_ignore(_T, conn.dialect.name), [row])
 
     def count(self) -> int:
         with store_errors(self._url), self._engine.connect().execution_options(

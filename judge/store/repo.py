@@ -408,7 +408,7 @@ def _calibration_record(data: dict[str, Any]) -> Any:
 def _file_calibration(rubric: str, prompt_hash: str, model: str) -> Any | None:
     """A record from the calibration files in the working directory (judge.calibration.db)."""
     try:
-        from judge.calibration.db import file_record
+        from judge.calibration.files import file_record
     except ImportError:
         return None
     return file_record(rubric, prompt_hash, model)

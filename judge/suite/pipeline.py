@@ -17,10 +17,9 @@ from concurrent.futures import Future
 from judge.grading.engine import GradingStats, grade_items
 from judge.items import Item
 from judge.prompts import Prompt
-from judge.providers.base import JudgeRequest, Provider, ProviderResponse
+from judge.providers.base import CallCache, JudgeRequest, Provider, ProviderResponse
 from judge.providers.ratelimit import RateLimiter
 from judge.settings import Settings
-from judge.store.repo import Store
 
 
 class SharedBound(Provider):
@@ -50,10 +49,10 @@ class SharedBound(Provider):
 class PipelinedGrader:
     """Schedules chunks of items on a background event loop as they are collected."""
 
-    def __init__(self, store: Store, prompts: dict[str, Prompt], provider: Provider,
+    def __init__(self, cache: CallCache, prompts: dict[str, Prompt], provider: Provider,
                  settings: Settings, *, replay_only: bool, on_result: Callable[..., None],
                  skip: set[str]) -> None:
-        self.store, self.prompts, self.settings = store, prompts, settings
+        self.cache, self.prompts, self.settings = cache, prompts, settings
         self.provider = SharedBound(provider, settings.concurrency, settings.rpm)
         self.replay_only = replay_only
         self.on_result = on_result
@@ -72,7 +71,7 @@ class PipelinedGrader:
                 by_rubric[it.rubric].append(it)
         for rubric, group in by_rubric.items():
             coro = grade_items(
-                group, self.prompts[rubric], self.provider, self.store.calls,
+                group, self.prompts[rubric], self.provider, self.cache,
                 params=self.settings.model_params(), concurrency=max(1, len(group)),
                 rpm=None, retries=self.settings.retries, replay_only=self.replay_only,
                 on_result=self.on_result, stats=self.stats,

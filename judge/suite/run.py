@@ -19,6 +19,7 @@ from judge.checks import CheckReport, run_checks
 from judge.errors import InputError
 from judge.formats import Verdict
 from judge.grading.engine import GradingStats, grade_items
+from judge.grading.writebehind import WriteBehindCache
 from judge.items import Item, extract_items
 from judge.providers.base import Provider
 from judge.routing import UNCALIBRATED, RoutingPolicy
@@ -140,8 +141,10 @@ class _Sink:
     """Buffers verdicts and stores them (routed) in small transactions."""
 
     def __init__(self, store: Store, run_id: str, vetoed: set[str], policy: RoutingPolicy,
-                 on_stored: Callable[[int], None] | None) -> None:
+                 on_stored: Callable[[int], None] | None,
+                 calls: WriteBehindCache | None = None) -> None:
         self.store, self.run_id, self.vetoed, self.policy = store, run_id, vetoed, policy
+        self.calls = calls  # flushed first: a verdict is never stored before its call
         self.buf: list[Verdict] = []
         self.last = time.monotonic()
         self.on_stored = on_stored
@@ -153,6 +156,8 @@ class _Sink:
 
     def flush(self) -> None:
         if self.buf:
+            if self.calls is not None:
+                self.calls.flush()
             batch, self.buf = self.buf, []
             self.store.save_verdicts(batch, self.run_id, vetoed_traces=self.vetoed,
                                      policy=self.policy)
@@ -169,7 +174,8 @@ def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
     done = store.stored_item_ids(run_id)
     batch_counts = batch_counts if batch_counts is not None else {}
     policy = RoutingPolicy(audit_share=opts.audit_share, double_share=opts.double_share)
-    sink = _Sink(store, run_id, collected.vetoed, policy, on_stored)
+    calls = WriteBehindCache(store.calls)
+    sink = _Sink(store, run_id, collected.vetoed, policy, on_stored, calls)
     stats = GradingStats()
     for rubric, items in collected.items.items():
         pending = [it for it in items if it.item_id not in done]
@@ -188,12 +194,13 @@ def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
                 batch_counts[k] = batch_counts.get(k, 0) + v
         try:
             asyncio.run(grade_items(
-                pending, prompt, provider, store.calls, params=settings.model_params(),
+                pending, prompt, provider, calls, params=settings.model_params(),
                 concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
                 replay_only=opts.replay_only, on_result=sink.add, stats=stats,
                 redaction=settings.redaction()))
         finally:
             sink.flush()
+    calls.close()
     return stats
 
 
@@ -275,10 +282,11 @@ def check_and_grade(plan: Plan, store: Store, run_id: str, provider: Provider,
         return collected, stats
     policy = RoutingPolicy(audit_share=opts.audit_share, double_share=opts.double_share)
     vetoed: set[str] = set()  # filled by collect before a vetoed trace's items are graded
-    sink = _Sink(store, run_id, vetoed, policy, on_stored)
+    calls = WriteBehindCache(store.calls)
+    sink = _Sink(store, run_id, vetoed, policy, on_stored, calls)
     for rubric in {r for ps in plan.scenarios for r in ps.rubrics}:
         store.save_prompt(plan.prompts[rubric])
-    grader = PipelinedGrader(store, plan.prompts, provider, settings,
+    grader = PipelinedGrader(calls, plan.prompts, provider, settings,
                              replay_only=opts.replay_only, on_result=sink.add,
                              skip=store.stored_item_ids(run_id))
     total = 0
@@ -296,4 +304,5 @@ def check_and_grade(plan: Plan, store: Store, run_id: str, provider: Provider,
     finally:
         grader.close()
         sink.flush()
+        calls.close()
     return collected, stats

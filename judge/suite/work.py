@@ -29,9 +29,10 @@ from judge.routing import RoutingPolicy
 from judge.settings import Settings
 from judge.store.db import insert_ignore, store_errors, utcnow
 from judge.store.repo import Store
-from judge.store.tables import WorkRow
+from judge.store.tables import VerdictRow, WorkRow
 
 W: Any = WorkRow.__table__  # type: ignore[attr-defined]
+V: Any = VerdictRow.__table__  # type: ignore[attr-defined]
 DEFAULT_LEASE_S = 300.0
 
 
@@ -99,6 +100,12 @@ def complete(store: Store, owner: str, done: list[Claimed]) -> None:
                          .values(state="done", updated_at=utcnow()))
 
 
+def _has_verdict(store: Store, run_id: str, item_id: str) -> bool:
+    with store_errors(store.url), store.engine.connect() as conn:
+        return conn.execute(select(V.c.id).where(V.c.run_id == run_id,
+                                                 V.c.item_id == item_id)).first() is not None
+
+
 def outstanding(store: Store, run_id: str) -> int:
     with store_errors(store.url), store.engine.connect() as conn:
         n = conn.execute(select(func.count()).select_from(W).where(
@@ -107,59 +114,93 @@ def outstanding(store: Store, run_id: str) -> int:
 
 
 def work_loop(store: Store, provider_for: Callable[[str], Provider], settings: Settings, *,
-              run_id: str | None = None, chunk: int | None = None,
-              lease_s: float = DEFAULT_LEASE_S, idle_exit_s: float = 5.0,
-              poll_s: float = 0.5, policy: RoutingPolicy | None = None,
-              owner: str | None = None, stop_when_run_done: bool = False) -> GradingStats:
-    """Claim, grade, store, repeat; stop after `idle_exit_s` with nothing to claim."""
-    owner = owner or worker_name()
-    chunk = chunk or max(settings.concurrency * 2, 8)
-    stats = GradingStats()
-    prompts: dict[str, Any] = {}
-    policy = policy or RoutingPolicy()
-    idle_since: float | None = None
-    while True:
-        claimed = claim(store, owner, chunk, run_id=run_id, lease_s=lease_s)
-        if not claimed:
-            if stop_when_run_done and run_id is not None and outstanding(store, run_id) == 0:
-                break
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= idle_exit_s:
-                break
-            time.sleep(poll_s)
-            continue
-        idle_since = None
-        _grade_claimed(store, provider_for, settings, claimed, prompts, policy, stats)
-        complete(store, owner, claimed)
-    return stats
+              run_id: str | None = None, lease_s: float = DEFAULT_LEASE_S,
+              idle_exit_s: float = 5.0, poll_s: float = 0.5,
+              policy: RoutingPolicy | None = None, owner: str | None = None,
+              stop_when_run_done: bool = False) -> GradingStats:
+    """Claim, grade, store, repeat; stop after `idle_exit_s` with nothing to claim.
+
+    One event loop for the worker's life: up to `concurrency` items are graded at once and
+    about as many more are claimed ahead, so the pipe never drains between claims.
+    """
+    worker = _Worker(store, provider_for, settings, lease_s=lease_s,
+                     policy=policy or RoutingPolicy(), owner=owner or worker_name())
+    return asyncio.run(worker.run(run_id, idle_exit_s, poll_s, stop_when_run_done))
 
 
-def _grade_claimed(store: Store, provider_for: Callable[[str], Provider], settings: Settings,
-                   claimed: list[Claimed], prompts: dict[str, Any], policy: RoutingPolicy,
-                   stats: GradingStats) -> None:
-    groups: dict[tuple[str, str], list[Claimed]] = {}
-    for c in claimed:
-        groups.setdefault((c.run_id, c.rubric), []).append(c)
-    for (run_id, rubric), cs in groups.items():
-        if rubric not in prompts:
-            prompts[rubric] = load_prompt(rubric)
-        done = store.stored_item_ids(run_id)
-        items = []
-        for c in cs:
-            if c.item_id in done:
-                continue
-            data = store.get_item(c.item_id)
-            if data is not None:
-                items.append(Item.from_dict(data))
-        if not items:
-            continue
-        vetoed = {c.item_id.rpartition("#")[0] for c in cs if c.vetoed}
-        verdicts = asyncio.run(grade_items(
-            items, prompts[rubric], provider_for(run_id), store.calls,
-            params=settings.model_params(),
-            concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
-            stats=stats, redaction=settings.redaction()))
-        store.save_verdicts(verdicts, run_id, vetoed_traces=vetoed, policy=policy)
+class _Worker:
+    def __init__(self, store: Store, provider_for: Callable[[str], Provider],
+                 settings: Settings, *, lease_s: float, policy: RoutingPolicy,
+                 owner: str) -> None:
+        self.store, self.settings, self.policy, self.owner = store, settings, policy, owner
+        self.provider_for = provider_for
+        self.lease_s = lease_s
+        self.stats = GradingStats()
+        self.prompts: dict[str, Any] = {}
+        self.bounded: dict[str, Provider] = {}
+        self.slots = asyncio.Semaphore(settings.concurrency)
+
+    async def run(self, run_id: str | None, idle_exit_s: float, poll_s: float,
+                  stop_when_run_done: bool) -> GradingStats:
+        running: set[asyncio.Task[None]] = set()
+        ahead = self.settings.concurrency * 2
+        idle_since: float | None = None
+        try:
+            while True:
+                want = ahead - len(running)
+                claimed = claim(self.store, self.owner, want, run_id=run_id,
+                                lease_s=self.lease_s) if want > 0 else []
+                for c in claimed:
+                    task = asyncio.create_task(self._one(c))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                if claimed:
+                    idle_since = None
+                if len(running) >= ahead or (running and not claimed):
+                    await asyncio.wait(running, timeout=poll_s,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                if running:
+                    await asyncio.sleep(0)
+                    continue
+                if stop_when_run_done and run_id is not None and \
+                        outstanding(self.store, run_id) == 0:
+                    break
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= idle_exit_s:
+                    break
+                await asyncio.sleep(poll_s)
+        finally:
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+            for provider in self.bounded.values():
+                await provider.aclose()
+        return self.stats
+
+    def _provider(self, run_id: str) -> Provider:
+        if run_id not in self.bounded:
+            from judge.suite.pipeline import SharedBound
+
+            # the slots bound requests in flight; this shares the rate limit across items
+            self.bounded[run_id] = SharedBound(self.provider_for(run_id),
+                                               self.settings.concurrency, self.settings.rpm)
+        return self.bounded[run_id]
+
+    async def _one(self, c: Claimed) -> None:
+        async with self.slots:
+            if c.rubric not in self.prompts:
+                self.prompts[c.rubric] = load_prompt(c.rubric)
+            data = self.store.get_item(c.item_id)
+            if data is not None and not _has_verdict(self.store, c.run_id, c.item_id):
+                vetoed = {c.item_id.rpartition("#")[0]} if c.vetoed else set()
+                verdicts = await grade_items(
+                    [Item.from_dict(data)], self.prompts[c.rubric], self._provider(c.run_id),
+                    self.store.calls, params=self.settings.model_params(), concurrency=1,
+                    rpm=None, retries=self.settings.retries, stats=self.stats,
+                    redaction=self.settings.redaction())
+                self.store.save_verdicts(verdicts, c.run_id, vetoed_traces=vetoed,
+                                         policy=self.policy)
+            complete(self.store, self.owner, [c])
 
 
 class RunProviders:

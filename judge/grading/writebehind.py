@@ -1,0 +1,88 @@
+"""A call cache that stores from a background thread, so the event loop never waits on disk.
+
+`put` returns at once; a writer thread stores pending calls in batches. `get` sees pending
+calls too. Whoever stores verdicts must `flush()` first: a verdict is then never stored
+before the call it came from, so a run killed at any point repeats no stored call (a call
+still pending at the kill was never stored, and repeating it is correct).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+from judge.providers.base import CallCache, CallRecord
+
+
+class _Batching(Protocol):
+    def put_many(self, records: Sequence[CallRecord]) -> None: ...
+
+
+class WriteBehindCache:
+    """Wraps a CallCache; batches its writes on a daemon thread."""
+
+    def __init__(self, inner: CallCache, *, interval_s: float = 0.2) -> None:
+        self.inner = inner
+        self.interval_s = interval_s
+        self._pending: dict[str, CallRecord] = {}
+        self._queue: list[CallRecord] = []
+        self._lock = threading.Lock()  # guards _pending and _queue
+        self._write = threading.Lock()  # one writer at a time, in order
+        self._wake = threading.Event()
+        self._stop = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="judge-call-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    def get(self, cache_key: str) -> CallRecord | None:
+        with self._lock:
+            rec = self._pending.get(cache_key)
+        return rec if rec is not None else self.inner.get(cache_key)
+
+    def put(self, record: CallRecord) -> None:
+        self._raise()
+        with self._lock:
+            self._pending[record.cache_key] = record
+            self._queue.append(record)
+        self._wake.set()
+
+    def flush(self) -> None:
+        """Store every pending call now (in the caller's thread)."""
+        with self._write:
+            with self._lock:
+                batch, self._queue = self._queue, []
+            if batch:
+                put_many = getattr(self.inner, "put_many", None)
+                if callable(put_many):
+                    put_many(batch)
+                else:
+                    for rec in batch:
+                        self.inner.put(rec)
+                with self._lock:
+                    for rec in batch:
+                        if self._pending.get(rec.cache_key) is rec:
+                            del self._pending[rec.cache_key]
+        self._raise()
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join(timeout=30)
+        self.flush()
+
+    def _run(self) -> None:
+        while not self._stop:
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+            try:
+                self.flush()
+            except BaseException as exc:  # surfaced to the caller on the next put/flush
+                self._error = exc
+                return
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
