@@ -46,6 +46,28 @@ def suite_file(tmp: Path, scenario: Path, traces: Path) -> Path:
     return path
 
 
+async def _plain_client(base_url: str, n: int, concurrency: int) -> float:
+    """The plain openai client sending `n` requests at `concurrency`: the floor on this
+    machine for the same number of calls (its own CPU and connection set-up included)."""
+    import asyncio
+
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await client.chat.completions.create(
+                model="plain", messages=[{"role": "user", "content": f"seq {i}"}])
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    wall = time.perf_counter() - t0
+    await client.close()
+    return wall
+
+
 def nightly(tmp: Path, scenario: Path = SCENARIO) -> dict[str, float]:
     plan = make_plan(suite_file(tmp, scenario, TAU))
     with FakeProviderServer(latency=1.0, process=True) as srv:
@@ -59,11 +81,15 @@ def nightly(tmp: Path, scenario: Path = SCENARIO) -> dict[str, float]:
                                                RunOptions())
             wall = time.perf_counter() - t0
         calls = srv.stats()["counts"].get("chat", 0)
-    items = sum(len(v) for v in collected.items.values())
+        items = sum(len(v) for v in collected.items.values())
+        import asyncio
+
+        plain = asyncio.run(_plain_client(srv.openai_base_url, items, 100))
     limit = items / 100 * 1.0
     return {"traces": len(collected.outcomes), "items": items, "provider_calls": calls,
             "unscored": stats.unscored, "wall_s": wall, "limit_s": limit,
-            "ratio": wall / limit}
+            "ratio": wall / limit, "plain_client_wall_s": plain,
+            "plain_client_ratio": plain / limit}
 
 
 def all_calls_scenario(tmp: Path) -> Path:
@@ -123,7 +149,8 @@ def main() -> None:
             print(f"{label}: {n['traces']} traces, {n['items']} items, "
                   f"{n['provider_calls']} calls, wall {n['wall_s']:.2f} s vs limit "
                   f"{n['limit_s']:.2f} s (items/100 × 1 s): ratio {n['ratio']:.2f} "
-                  "(target ≤ 1.2)")
+                  f"(target ≤ 1.2); the plain openai client alone, same calls: "
+                  f"{n['plain_client_wall_s']:.2f} s, ratio {n['plain_client_ratio']:.2f}")
         if not args.skip_workers:
             from pg import start_server
 
