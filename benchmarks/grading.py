@@ -165,12 +165,30 @@ def bench_cached(prompt: Prompt, n: int) -> None:
         grade_s = asyncio.run(_grade(items, prompt, no_calls, cache, 50, stats))
         cache.close()
     assert stats.provider_calls == 0 and not no_calls.requests
+    _bench_cached_db(prompt, items)
     rate = n / grade_s
     rate_all = n / (grade_s + load_s)
     print(f"[cached] rerun of {n} items: {rate:,.0f} items/s grading, {rate_all:,.0f} items/s "
           f"including opening the {size_mb:.1f} MB cache file ({load_s:.2f} s); provider calls "
           f"{stats.provider_calls}, cache hits {stats.cache_hits} (target >= 5,000 items/s: "
           f"{'OK' if rate_all >= 5000 else 'MISSED'})")
+
+
+def _bench_cached_db(prompt: Prompt, items: list[Item]) -> None:
+    """The same rerun from the database call cache (what judge grade and judge run use)."""
+    from judge.store import open_store
+
+    with tempfile.TemporaryDirectory() as tmp, open_store(f"sqlite:///{tmp}/calls.db") as store:
+        asyncio.run(_grade(items, prompt, ScriptedProvider(default=default_completion),
+                           store.calls, 50, GradingStats()))
+        stats = GradingStats()
+        no_calls = ScriptedProvider()
+        grade_s = asyncio.run(_grade(items, prompt, no_calls, store.calls, 50, stats))
+    assert stats.provider_calls == 0 and not no_calls.requests
+    rate = len(items) / grade_s
+    print(f"[cached] rerun of {len(items)} items from the SQLite call cache: {rate:,.0f} "
+          f"items/s; provider calls {stats.provider_calls} (target >= 5,000 items/s: "
+          f"{'OK' if rate >= 5000 else 'MISSED'})")
 
 
 async def _plain_openai(base_url: str, bodies: list[dict[str, Any]], concurrency: int) -> float:

@@ -27,6 +27,8 @@ class WriteBehindCache:
         self.interval_s = interval_s
         self._pending: dict[str, CallRecord] = {}
         self._queue: list[CallRecord] = []
+        self._memos: dict[str, tuple[str, str]] = {}  # memo key -> (cache key, text)
+        self._memo_queue: list[tuple[str, str]] = []
         self._lock = threading.Lock()  # guards _pending and _queue
         self._write = threading.Lock()  # one writer at a time, in order
         self._wake = threading.Event()
@@ -48,11 +50,29 @@ class WriteBehindCache:
             self._queue.append(record)
         self._wake.set()
 
+    def get_memo(self, memo_key: str) -> tuple[str, str] | None:
+        """RenderMemo, when the wrapped cache has one."""
+        with self._lock:
+            hit = self._memos.get(memo_key)
+        if hit is not None:
+            return hit
+        get = getattr(self.inner, "get_memo", None)
+        return get(memo_key) if callable(get) else None
+
+    def put_memo(self, memo_key: str, cache_key: str, text: str) -> None:
+        if not callable(getattr(self.inner, "put_memo", None)):
+            return
+        with self._lock:
+            self._memos[memo_key] = (cache_key, text)
+            self._memo_queue.append((memo_key, cache_key))
+        self._wake.set()
+
     def flush(self) -> None:
-        """Store every pending call now (in the caller's thread)."""
+        """Store every pending call (then memo) now (in the caller's thread)."""
         with self._write:
             with self._lock:
                 batch, self._queue = self._queue, []
+                memos, self._memo_queue = self._memo_queue, []
             if batch:
                 put_many = getattr(self.inner, "put_many", None)
                 if callable(put_many):
@@ -64,6 +84,17 @@ class WriteBehindCache:
                     for rec in batch:
                         if self._pending.get(rec.cache_key) is rec:
                             del self._pending[rec.cache_key]
+            if memos:  # after the calls they point at
+                put_memos = getattr(self.inner, "put_memos", None)
+                if callable(put_memos):
+                    put_memos(memos)
+                else:
+                    for memo_key, cache_key in memos:
+                        text = self._memos[memo_key][1]
+                        self.inner.put_memo(memo_key, cache_key, text)  # type: ignore[attr-defined]
+                with self._lock:
+                    for memo_key, _ in memos:
+                        self._memos.pop(memo_key, None)
         self._raise()
 
     def close(self) -> None:

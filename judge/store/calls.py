@@ -16,9 +16,10 @@ from sqlalchemy.engine import Engine
 from judge.errors import StoreError
 from judge.providers.base import CallRecord
 from judge.store.db import describe, display_url, insert_ignore, store_errors, utcnow
-from judge.store.tables import CallRow
+from judge.store.tables import CallRow, MemoRow
 
 _T: Any = CallRow.__table__  # type: ignore[attr-defined]
+_M: Any = MemoRow.__table__  # type: ignore[attr-defined]
 
 
 def _json(value: Any) -> Any:
@@ -36,25 +37,16 @@ class DbCallCache:
         self._get_sql = ("SELECT cache_key, item_id, prompt_hash, model, params, request, "
                          f"response_text, usage, latency_s, raw FROM provider_calls "
                          f"WHERE cache_key = {mark}")
+        self._memo_sql = ("SELECT m.cache_key, c.response_text FROM render_memo m JOIN "
+                          "provider_calls c ON c.cache_key = m.cache_key "
+                          f"WHERE m.memo_key = {mark}")
         self.hits = 0
         self.misses = 0
 
     def get(self, cache_key: str) -> CallRecord | None:
         # The hot path of a cached rerun: one driver-level SELECT on a pooled connection,
         # without SQLAlchemy's transaction bookkeeping.
-        with store_errors(self._url):
-            raw = self._engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.execute(self._get_sql, (cache_key,))
-            row = cur.fetchone()
-            cur.close()
-            raw.rollback()  # end the read (PostgreSQL opened a transaction for it)
-        except self._engine.dialect.loaded_dbapi.Error as exc:
-            raw.invalidate()
-            raise StoreError(f"database {display_url(self._url)}: {describe(exc)}") from exc
-        finally:
-            raw.close()
+        row = self._fetch(self._get_sql, cache_key)
         if row is None:
             self.misses += 1
             return None
@@ -64,6 +56,37 @@ class DbCallCache:
             cache_key=key, item_id=item_id, prompt_hash=prompt_hash, model=model,
             params=_json(params), request=_json(request), response_text=text,
             usage=_json(usage), latency_s=float(latency), raw=_json(extra))
+
+    def _fetch(self, sql: str, key: str) -> Any:
+        with store_errors(self._url):
+            raw = self._engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.execute(sql, (key,))
+            row = cur.fetchone()
+            cur.close()
+            raw.rollback()  # end the read (PostgreSQL opened a transaction for it)
+        except self._engine.dialect.loaded_dbapi.Error as exc:
+            raw.invalidate()
+            raise StoreError(f"database {display_url(self._url)}: {describe(exc)}") from exc
+        finally:
+            raw.close()
+        return row
+
+    def get_memo(self, memo_key: str) -> tuple[str, str] | None:
+        """The (cache key, completion) of the call made for an item digest (RenderMemo)."""
+        row = self._fetch(self._memo_sql, memo_key)
+        return (str(row[0]), str(row[1])) if row is not None else None
+
+    def put_memo(self, memo_key: str, cache_key: str, text: str) -> None:
+        self.put_memos([(memo_key, cache_key)])
+
+    def put_memos(self, memos: Sequence[tuple[str, str]]) -> None:
+        if not memos:
+            return
+        rows = [{"memo_key": m, "cache_key": c} for m, c in memos]
+        with store_errors(self._url), self._engine.begin() as conn:
+            conn.execute(insert_ignore(_M, conn.dialect.name), rows)
 
     def put(self, record: CallRecord) -> None:
         self.put_many([record])

@@ -96,3 +96,8 @@ def _drop_redundant(conn: Connection) -> None:
     conn.execute(text("DROP INDEX IF EXISTS ix_queue_lease"))
     conn.execute(text("CREATE INDEX IF NOT EXISTS ix_queue_lease_claimed ON review_queue "
                       "(lease_expires_at) WHERE state = 'claimed'"))
+
+
+@migration("0005_render_memo")
+def _render_memo(conn: Connection) -> None:
+    tables.MemoRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]

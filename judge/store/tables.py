@@ -203,3 +203,12 @@ class WorkRow(SQLModel, table=True):
     lease_expires_at: datetime | None = _when(nullable=True)
     attempts: int = 0
     updated_at: datetime = _when()
+
+
+class MemoRow(SQLModel, table=True):
+    """Render memo (migration 0005): an item's digest → the call already made for it, so a
+    cached rerun finds its answer without rendering the prompt again."""
+
+    __tablename__ = "render_memo"
+    memo_key: str = Field(primary_key=True)
+    cache_key: str
