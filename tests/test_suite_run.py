@@ -235,3 +235,22 @@ def _count_run(db_path: Path) -> str:
         return str(con.execute("SELECT run_id FROM runs").fetchone()[0])
     finally:
         con.close()
+
+
+def test_report_run_renders_a_stored_run_and_rejects_an_unknown_one(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "s.yaml", [
+        {"scenario": str(SCEN / "refund-once"), "traces": [str(SCEN / "refund-once/*.json")]}])
+    db = f"sqlite:///{tmp_path / 'j.db'}"
+    _, out, _ = run_cli(suite, "--format", "json", "--db", db)
+    run_id = json.loads(out)["run_id"]
+    runner = CliRunner()
+    md = runner.invoke(app, ["report", "run", run_id, "--format", "md", "--db", db])
+    assert md.exit_code == 0
+    assert "**Release gate: FAILED**" in md.stdout and "| refund-once | 1/3 |" in md.stdout
+    html_out = tmp_path / "run.html"
+    done = runner.invoke(app, ["report", "run", run_id, "--format", "html", "-o",
+                               str(html_out), "--db", db])
+    assert done.exit_code == 0 and "<h1>" in html_out.read_text()
+    missing = runner.invoke(app, ["report", "run", "run-nope", "--db", db])
+    assert missing.exit_code == 2
+    assert missing.stderr.count("\n") == 1 and "run-nope" in missing.stderr

@@ -180,12 +180,13 @@ def report_run(
     with cli_errors():
         with open_store(database) as store:
             stored = store.get_run(run_id)
+            where = store.where
         if stored is None:
-            raise InputError(f"no run '{run_id}' in the database", field="RUN_ID")
+            die(f"no run '{run_id}' in {where}")
         summary = stored.get("summary") or {}
         if not summary:
-            raise InputError(f"run '{run_id}' has no summary yet (status {stored['status']}; "
-                             f"finish it with judge run --resume {run_id})", field="RUN_ID")
+            die(f"run '{run_id}' has no summary yet (status {stored['status']}; finish it "
+                f"with judge run --resume {run_id})")
         renderers: dict[str, Callable[[dict[str, Any]], str]] = {
             "md": render_markdown, "html": render_html, "text": render_text,
             "json": _json_dump}
