@@ -32,7 +32,7 @@ class Calibration(Protocol):
     @property
     def threshold(self) -> float | None: ...
 
-    def calibrate(self, raw_conf: Any) -> Any: ...
+    def calibrate(self, raw_conf: Any, judge_fail: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def needs_second_annotator(item_id: str, policy: RoutingPolicy) -> bool:
 def _calibrated(verdict: Verdict, calibration: Calibration | None) -> float | None:
     if calibration is None or verdict.confidence is None:
         return None
-    value = calibration.calibrate(verdict.confidence)
+    value = calibration.calibrate(verdict.confidence, verdict.label == "fail")
     try:
         return float(value)
     except TypeError:  # an array of one

@@ -12,8 +12,8 @@ from judge.routing import RoutingPolicy, needs_second_annotator, route_verdict, 
 class Cal:
     threshold: float | None = 0.8
 
-    def calibrate(self, raw_conf: float) -> float:
-        return raw_conf ** 2  # a known distortion
+    def calibrate(self, raw_conf: float, judge_fail: bool | None = None) -> float:
+        return raw_conf ** 2  # a known distortion, the same for both labels
 
 
 def v(item: str = "t#1:scope_fidelity", label: str = "pass", conf: float | None = 0.95,

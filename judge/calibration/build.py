@@ -101,7 +101,10 @@ def build_record(
         raise ValueError("human_fail differs in length from conf")
     what = f"rubric {rubric} (prompt {prompt_version}, model {model})"
     counts = check_enough(what, hf, min_per_class)
-    fit = fit_calibrator(x, y, n_folds=n_folds, seed=seed, methods=methods)
+    # the judge said fail where it agreed with a fail reference or disagreed with a pass
+    judge_fail = np.where(y == 1.0, hf, ~hf)
+    fit = fit_calibrator(x, y, n_folds=n_folds, seed=seed, methods=methods,
+                         judge_fail=judge_fail)
     choice = choose_threshold(fit.oof_prob, y, target=target, alpha=alpha)
     metrics = CalibrationMetrics(
         agreement=float(y.mean()),

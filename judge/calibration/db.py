@@ -293,6 +293,7 @@ def report_from_store(
         confidence=np.array([v.confidence for _, v in paired], dtype=np.float64)
         if paired else None,
         agreed=np.array([h == v.label for h, v in paired], dtype=np.float64) if paired else None,
+        judge_fail=np.array([v.label == "fail" for _, v in paired]) if paired else None,
         record=record, review=review, sources=sources,
         title=f"Judge agreement report: {rubric}")
 

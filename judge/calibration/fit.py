@@ -24,8 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field
 # only numpy, and importing scikit-learn costs about a second.
 from judge.calibration.metrics import FloatArray, as_arrays, log_loss
 
-Method = Literal["isotonic", "platt"]
+Method = Literal["isotonic", "platt", "isotonic_by_label", "platt_by_label"]
 METHODS: tuple[Method, ...] = ("isotonic", "platt")
+#: tried as well when the judge's labels are given: one calibrator per judge label, since a
+#: judge's confidence often means something different on its passes and on its fails
+LABEL_METHODS: tuple[Method, ...] = ("isotonic_by_label", "platt_by_label")
+ALL_METHODS: tuple[Method, ...] = METHODS + LABEL_METHODS
 
 
 class IsotonicCalibrator(BaseModel):
@@ -37,7 +41,7 @@ class IsotonicCalibrator(BaseModel):
     x_thresholds: list[float]
     y_thresholds: list[float]
 
-    def predict(self, raw: ArrayLike) -> FloatArray:
+    def predict(self, raw: ArrayLike, judge_fail: ArrayLike | None = None) -> FloatArray:
         x = np.asarray(raw, dtype=np.float64)
         return np.asarray(np.interp(x, self.x_thresholds, self.y_thresholds), dtype=np.float64)
 
@@ -51,13 +55,36 @@ class PlattCalibrator(BaseModel):
     coef: float
     intercept: float
 
-    def predict(self, raw: ArrayLike) -> FloatArray:
+    def predict(self, raw: ArrayLike, judge_fail: ArrayLike | None = None) -> FloatArray:
         x = np.asarray(raw, dtype=np.float64)
         z = self.coef * x + self.intercept
         return np.asarray(1.0 / (1.0 + np.exp(-z)), dtype=np.float64)
 
 
-Calibrator = Annotated[IsotonicCalibrator | PlattCalibrator, Field(discriminator="kind")]
+Single = Annotated[IsotonicCalibrator | PlattCalibrator, Field(discriminator="kind")]
+
+
+class ByLabelCalibrator(BaseModel):
+    """One calibrator for the judge's fail verdicts and one for its passes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["by_label"] = "by_label"
+    on_fail: Single
+    on_pass: Single
+    pooled: Single  # for a caller that has no labels (e.g. a report over raw confidences)
+
+    def predict(self, raw: ArrayLike, judge_fail: ArrayLike | None = None) -> FloatArray:
+        x = np.asarray(raw, dtype=np.float64)
+        if judge_fail is None:
+            return self.pooled.predict(x)
+        jf = np.broadcast_to(np.asarray(judge_fail, dtype=bool), x.shape)
+        return np.asarray(np.where(jf, self.on_fail.predict(x), self.on_pass.predict(x)),
+                          dtype=np.float64)
+
+
+Calibrator = Annotated[IsotonicCalibrator | PlattCalibrator | ByLabelCalibrator,
+                       Field(discriminator="kind")]
 
 
 def fit_isotonic(conf: ArrayLike, agreed: ArrayLike) -> IsotonicCalibrator:
@@ -97,15 +124,38 @@ FITTERS: dict[str, Callable[[ArrayLike, ArrayLike], IsotonicCalibrator | PlattCa
     "platt": fit_platt,
 }
 
+AnyCalibrator = IsotonicCalibrator | PlattCalibrator | ByLabelCalibrator
+
+
+def fit_method(method: str, x: FloatArray, y: FloatArray,
+               judge_fail: np.ndarray | None) -> AnyCalibrator:
+    """Fit one method; `*_by_label` fits its base method per judge label (a label with
+    fewer than 2 items borrows the model fitted on every item)."""
+    if not method.endswith("_by_label"):
+        return FITTERS[method](x, y)
+    if judge_fail is None:
+        raise ValueError(f"method {method} needs the judge's labels")
+    base = FITTERS[method.removesuffix("_by_label")]
+    pooled = base(x, y)
+    parts = []
+    for mask in (judge_fail, ~judge_fail):
+        parts.append(base(x[mask], y[mask]) if int(mask.sum()) >= 2 else pooled)
+    return ByLabelCalibrator(on_fail=parts[0], on_pass=parts[1], pooled=pooled)
+
 
 @dataclass(frozen=True)
 class CalibrationFit:
     method: Method
-    calibrator: IsotonicCalibrator | PlattCalibrator  # refitted on every item
+    calibrator: AnyCalibrator  # refitted on every item
     cv_log_loss: dict[str, float]  # per method, on held-out folds
     oof_prob: FloatArray  # the winner's held-out prediction for each item
     fold: np.ndarray  # which fold held each item out
     n_folds: int
+
+
+def _item_losses(prob: FloatArray, y: FloatArray) -> FloatArray:
+    p = np.clip(prob, 1e-12, 1.0 - 1e-12)
+    return np.asarray(-(y * np.log(p) + (1.0 - y) * np.log(1.0 - p)), dtype=np.float64)
 
 
 def fold_ids(agreed: FloatArray, n_folds: int, seed: int) -> np.ndarray:
@@ -133,9 +183,19 @@ def fit_calibrator(
     n_folds: int = 5,
     seed: int = 0,
     methods: tuple[Method, ...] = METHODS,
+    judge_fail: ArrayLike | None = None,
 ) -> CalibrationFit:
-    """Choose among `methods` by cross-validated log loss; refit the winner on all items."""
+    """Choose among `methods` by cross-validated log loss; refit the winner on all items.
+
+    With `judge_fail` (1 where the judge said fail), the per-label methods compete too."""
     x, y = as_arrays(conf, agreed)
+    jf = None if judge_fail is None else np.asarray(judge_fail, dtype=bool).ravel()
+    if jf is not None:
+        if jf.size != x.size:
+            raise ValueError("judge_fail differs in length from conf")
+        methods = tuple(dict.fromkeys(methods + LABEL_METHODS))
+    else:
+        methods = tuple(m for m in methods if not m.endswith("_by_label"))
     if x.size < 2:
         raise ValueError("need at least 2 items to cross-validate a calibrator")
     if not methods:
@@ -148,13 +208,23 @@ def fit_calibrator(
         pred = np.empty_like(x)
         for i in range(k):
             held = fold == i
-            model = FITTERS[method](x[~held], y[~held])
-            pred[held] = model.predict(x[held])
+            model = fit_method(method, x[~held], y[~held],
+                               None if jf is None else jf[~held])
+            pred[held] = model.predict(x[held], None if jf is None else jf[held])
         oof[method] = pred
         loss = log_loss(pred, y)
         losses[method] = float(loss) if loss is not None else math.inf
-    best: Method = min(methods, key=lambda m: (losses[m], METHODS.index(m)))
-    final = FITTERS[best](x, y)
+    best: Method = min(methods, key=lambda m: (losses[m], ALL_METHODS.index(m)))
+    pooled = [m for m in methods if not m.endswith("_by_label")]
+    if best.endswith("_by_label") and pooled:
+        # Twice the parameters: take them only when held-out items show a clear gain (the
+        # paired per-item log-loss difference below zero by two standard errors).
+        simple: Method = min(pooled, key=lambda m: (losses[m], ALL_METHODS.index(m)))
+        diff = _item_losses(oof[best], y) - _item_losses(oof[simple], y)
+        se = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.inf
+        if not float(diff.mean()) + 2.0 * se < 0.0:
+            best = simple
+    final = fit_method(best, x, y, jf)
     return CalibrationFit(
         method=best, calibrator=final, cv_log_loss=losses, oof_prob=oof[best], fold=fold, n_folds=k
     )

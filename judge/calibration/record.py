@@ -84,21 +84,31 @@ class CalibrationRecord(BaseModel):
     created_at: datetime = Field(default_factory=_utcnow)
 
     @overload
-    def calibrate(self, raw_conf: float) -> float: ...
+    def calibrate(self, raw_conf: float, judge_fail: bool | None = None) -> float: ...
 
     @overload
-    def calibrate(self, raw_conf: NDArray[np.float64]) -> NDArray[np.float64]: ...
+    def calibrate(self, raw_conf: NDArray[np.float64],
+                  judge_fail: NDArray[np.bool_] | None = None) -> NDArray[np.float64]: ...
 
-    def calibrate(self, raw_conf: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
-        """P(judge agrees with a human) for a raw confidence (scalar or array)."""
-        out = self.calibrator.predict(raw_conf)
+    def calibrate(self, raw_conf: float | NDArray[np.float64],
+                  judge_fail: bool | NDArray[np.bool_] | None = None
+                  ) -> float | NDArray[np.float64]:
+        """P(judge agrees with a human) for a raw confidence (scalar or array).
+
+        `judge_fail`: whether the judge said fail; required by per-label calibrators."""
+        out = self.calibrator.predict(raw_conf, judge_fail)
         if np.ndim(raw_conf) == 0:
             return float(out)
         return out
 
-    def auto_accepts(self, raw_conf: float) -> bool:
-        """Whether routing may auto-accept a verdict with this raw confidence."""
-        return self.threshold is not None and self.calibrate(raw_conf) >= self.threshold
+    @property
+    def needs_label(self) -> bool:
+        return self.method.endswith("_by_label")
+
+    def auto_accepts(self, raw_conf: float, judge_fail: bool | None = None) -> bool:
+        """Whether routing may auto-accept a verdict with this raw confidence (and label)."""
+        return self.threshold is not None and \
+            self.calibrate(raw_conf, judge_fail) >= self.threshold
 
     def path(self, root: str | Path) -> Path:
         return record_path(root, self.rubric, self.prompt_version, self.model)

@@ -75,6 +75,7 @@ def report_from_files(
         agreement,
         confidence=conf if paired else None,
         agreed=agreed if paired else None,
+        judge_fail=np.array([v.label == "fail" for _, v in paired]) if paired else None,
         record=record,
         review=review_stats(verdicts, record),
         sources=sources,

@@ -88,6 +88,7 @@ def calibration_section(
     agreed: ArrayLike,
     record: CalibrationRecord | None = None,
     *,
+    judge_fail: ArrayLike | None = None,
     n_bins: int = 10,
     max_points: int = 101,
 ) -> dict[str, Any] | None:
@@ -111,7 +112,8 @@ def calibration_section(
     }
     scores = conf
     if record is not None:
-        cal = record.calibrate(conf)
+        jf = None if judge_fail is None else np.asarray(judge_fail, dtype=bool)
+        cal = record.calibrate(conf, jf)
         scores = cal
         out.update({
             "reliability_calibrated": [vars(b) for b in reliability_curve(cal, y, n_bins)],
@@ -144,6 +146,7 @@ def build_report(
     *,
     confidence: ArrayLike | None = None,
     agreed: ArrayLike | None = None,
+    judge_fail: ArrayLike | None = None,
     record: CalibrationRecord | None = None,
     review: Mapping[str, Any] | None = None,
     title: str = "Judge agreement report",
@@ -152,7 +155,7 @@ def build_report(
     """Assemble a report; `confidence`/`agreed` (aligned, paired scored items) add curves."""
     cal = None
     if confidence is not None and agreed is not None:
-        cal = calibration_section(confidence, agreed, record)
+        cal = calibration_section(confidence, agreed, record, judge_fail=judge_fail)
     return AgreementReport(
         title=title,
         agreement=clean(dict(agreement)),

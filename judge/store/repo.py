@@ -234,7 +234,8 @@ class Store:
             scored = [i for i in idx if verdicts[i].confidence is not None]
             calibrated: dict[int, float] = {}
             if cal is not None and scored:  # one vectorised call per (rubric, prompt, model)
-                values = cal.calibrate(np.array([verdicts[i].confidence for i in scored]))
+                values = cal.calibrate(np.array([verdicts[i].confidence for i in scored]),
+                                       np.array([verdicts[i].label == "fail" for i in scored]))
                 calibrated = dict(zip(scored, np.atleast_1d(values).tolist(), strict=True))
             for i in idx:
                 v = verdicts[i]
