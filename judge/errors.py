@@ -29,14 +29,14 @@ class InputError(JudgeError):
         self.line = line
         self.path = path
         self.field = field
-        where = file or "<input>"
-        if line is not None:
-            where += f":{line}"
+        parts = []
+        if file:
+            parts.append(file + (f":{line}" if line is not None else ""))
         if path:
-            where += f": {path}"
+            parts.append(path)
         if field:
-            where += f": field '{field}'"
-        super().__init__(f"{where}: {message}")
+            parts.append(f"field '{field}'")
+        super().__init__(": ".join([*parts, message]))
 
 
 class LedgerError(InputError):

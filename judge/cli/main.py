@@ -54,8 +54,35 @@ app.command("validate")(validate_cmd.validate)
 app.command("worker")(worker_cmd.worker)
 
 
+def _usage_error_class() -> type[Exception]:
+    """click's UsageError, wherever this typer keeps click (vendored or not), found through
+    the public `typer.BadParameter`."""
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == "UsageError":
+            return cls
+    return typer.BadParameter
+
+
 def main() -> None:
-    app()
+    """Run the CLI; usage errors become one line on stderr with exit code 2."""
+    import sys
+
+    usage_error = _usage_error_class()
+    try:
+        rc = app(standalone_mode=False)
+    except usage_error as exc:
+        fmt = getattr(exc, "format_message", None)
+        message = " ".join(str(fmt() if callable(fmt) else exc).split())
+        if not message:  # `judge` with no command: the help was shown
+            sys.exit(2)
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "judge"
+        typer.echo(f"judge: error: {message} (see '{command} --help')", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        typer.echo("judge: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":
