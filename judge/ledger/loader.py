@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from judge.errors import InputError
 from judge.ledger.reducer import Ledger
@@ -60,16 +60,17 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     return line
 
 
-def load_scenario(path: str | Path) -> LoadedScenario:
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_yaml_model(path: Path, model: type[M], what: str) -> M:
+    """Read a YAML file into a strict pydantic model; every error is one InputError naming
+    the file, the line and the field (YAML 1.2 booleans, see `_Loader`)."""
     file = str(path)
-    p = Path(path)
-    if p.is_dir():
-        p = p / "scenario.yaml"
-        file = str(p)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read scenario ({exc.strerror})", file=file) from None
+        raise InputError(f"cannot read {what} ({exc.strerror})", file=file) from None
     try:
         node = yaml.compose(text, Loader=_Loader)
         data: Any = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
@@ -79,16 +80,24 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"malformed YAML ({problem})", file=file, line=line) from None
     if not isinstance(data, dict):
-        raise InputError("expected a mapping at the top of the scenario", file=file)
+        raise InputError(f"expected a mapping at the top of the {what}", file=file)
     try:
-        scenario = Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         err = first_error(exc)
         loc = tuple(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown field (not in the scenario format; check its spelling)"
+            msg = f"unknown field (not in the {what} format; check its spelling)"
         raise InputError(msg, file=file, line=_line_of(node, loc),
                          path=format_loc(loc)) from None
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "scenario.yaml"
+    file = str(p)
+    scenario = load_yaml_model(p, Scenario, "scenario")
     ledger = Ledger.reduce(scenario.ledger, file=file)
     return LoadedScenario(scenario, ledger, file)

@@ -26,11 +26,10 @@ import glob
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from judge.errors import InputError
-from judge.trace.loader import first_error, format_loc
+from judge.ledger.loader import load_yaml_model
 
 
 class _Strict(BaseModel):
@@ -77,28 +76,8 @@ class ResolvedSource(BaseModel):
 
 def load_manifest(path: str | Path) -> tuple[Manifest, Path]:
     """Load a suite manifest; returns it with the directory its relative paths start from."""
-    file = str(path)
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read suite manifest ({exc.strerror})", file=file) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError("malformed YAML", file=file,
-                         line=mark.line + 1 if mark is not None else None) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping with a `suites` key", file=file)
-    try:
-        manifest = Manifest.model_validate(data)
-    except ValidationError as exc:
-        err = first_error(exc)
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (not in the suite format; check its spelling)"
-        raise InputError(msg, file=file, path=format_loc(tuple(err["loc"]))) from None
+    manifest = load_yaml_model(p, Manifest, "suite manifest")
     return manifest, p.resolve().parent
 
 
