@@ -49,7 +49,9 @@ def test_default_is_judge_db_in_working_directory(tmp_path, monkeypatch) -> None
 
 def test_env_url_is_used(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("JUDGE_DATABASE_URL", f"sqlite:///{tmp_path / 'other.db'}")
-    s = open_store()
+    from judge.settings import Settings
+
+    s = open_store(Settings.load().database_url)  # callers take the URL from Settings
     s.close()
     assert (tmp_path / "other.db").exists() and not (tmp_path / "judge.db").exists()
 

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 
 from judge.cli.main import app
 from judge.store import open_store
-from judge.suite.results import run_verdicts
 from judge.testing.fakeserver import FakeProviderServer
 from judge.testing.faults import flaky
 
@@ -142,7 +141,7 @@ def test_provider_failing_20_percent_loses_no_item(tmp_path: Path) -> None:
         assert code in (0, 1), err
         summary = json.loads(out)
     with open_store(db) as store:
-        verdicts = run_verdicts(store, summary["run_id"])
+        verdicts = store.run_verdicts(summary["run_id"])
     n_items = _count(tmp_path / "j.db", "SELECT count(*) FROM items")
     assert len(verdicts) == summary["judge"]["items"] == n_items > 20
     assert len({v.item_id for v in verdicts}) == len(verdicts)

@@ -168,7 +168,7 @@ def calibrate_rubric(
                          n_missing_items=len(found.missing))
     if store_verdicts:
         run.run_id = calibration_run_id(rubric, prompt.version, provider.spec)
-        store.save_verdicts(verdicts, run.run_id, policy=None)
+        store.save_verdicts(verdicts, run.run_id)
     if write_file:
         run.path = record.save(records_dir(root))
     store.save_calibration(record)
@@ -305,7 +305,9 @@ def _record_for(store: Store, paired: Sequence[Verdict],
     if len(triples) != 1:
         return None
     (rubric, phash, model), = triples
-    found = store.find_calibration(rubric, phash, model) if phash else None
+    from judge.calibration.lookup import find_calibration
+
+    found = find_calibration(store, rubric, phash, model) if phash else None
     if isinstance(found, CalibrationRecord):
         return found
     if root is not None:

@@ -81,9 +81,10 @@ def _check_overlap(labels: list[HumanLabel], verdicts: list[Verdict], lfile: str
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None,
                 db: str | None) -> tuple[list[HumanLabel], list[Verdict]]:
+    from judge.settings import Settings
     from judge.store import open_store  # only database mode pays for the import
 
-    with open_store(db) as store:
+    with open_store(db or Settings.load().database_url) as store:
         verdicts = store.verdicts_for(rubric, prompt_version, model)
         if not verdicts:
             raise InputError(f"no stored verdicts for rubric {rubric!r}"

@@ -1,0 +1,221 @@
+"""The one library entry point that grades traces: checks → items → render → provider →
+validate → route → store. `judge grade` and `judge run` call `grade_traces`; `judge worker`
+and `judge run --distributed` grade through the same pool, sink and router
+(judge.pipeline.worker).
+
+One event loop does the work. Traces are checked one at a time between the loop's turns,
+and each trace's items go to a fixed pool of `concurrency` grading workers as soon as its
+checks are done, so provider latency overlaps with the deterministic work. Verdicts are
+routed and stored as they come (judge.pipeline.sink), each after the provider call it came
+from: a run killed at any point resumes without repeating a stored call or duplicating a
+verdict. `--batch` checks everything first, fills the call cache through the provider's
+batch API, then grades from the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from judge.errors import InputError
+from judge.formats import Verdict
+from judge.grading.engine import GradingStats, ItemGrader
+from judge.items import Item
+from judge.pipeline.collect import Checked, Checker, OnChecked, Source
+from judge.pipeline.pool import GradingPool, Job
+from judge.pipeline.route import Router
+from judge.pipeline.sink import VerdictSink
+from judge.prompts import Prompt
+from judge.providers.base import CallCache, Provider
+from judge.providers.ratelimit import RateLimiter
+from judge.routing import RoutingPolicy
+from judge.settings import Settings
+
+if TYPE_CHECKING:
+    from judge.store import Store
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    """`policy=None`: mark vetoes only (no database to queue reviews in). `keep_verdicts`:
+    return every verdict, in item order (what `judge grade` prints)."""
+
+    replay_only: bool = False
+    policy: RoutingPolicy | None = field(default_factory=RoutingPolicy)
+    batch: bool = False
+    batch_poll_s: float = 5.0
+    keep_verdicts: bool = False
+
+
+@dataclass
+class Hooks:
+    """Progress callbacks, all optional: a trace was checked; the number of items found so
+    far; all traces are checked (the final item count); `n` verdicts were stored; a batch
+    status line."""
+
+    on_checked: OnChecked | None = None
+    on_items: Callable[[int], None] | None = None
+    on_all_checked: Callable[[int], None] | None = None
+    on_verdicts: Callable[[int], None] | None = None
+    on_status: Callable[[str], None] | None = None
+
+
+@dataclass
+class Graded:
+    run_id: str | None
+    checked: Checked
+    stats: GradingStats
+    verdicts: list[Verdict] = field(default_factory=list)
+    batch: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[InputError]:
+        return self.checked.errors
+
+
+def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
+                 provider: Provider, settings: Settings, store: Store | None = None,
+                 run_id: str | None = None, cache: CallCache | None = None,
+                 options: GradeOptions = GradeOptions(), hooks: Hooks | None = None,
+                 errors: list[InputError] | None = None) -> Graded:
+    """Check and grade every trace of `sources`; route and store the verdicts under `run_id`
+    (with a store), or keep calls in `cache` only (without). Items that already have a
+    verdict in the run are skipped (a resumed run). Trace readers record unreadable traces
+    in `errors`, the same list the result's `errors` holds. Closes the provider."""
+    if store is None and cache is None:
+        raise ValueError("grade_traces needs a store or a call cache")
+    if store is not None and run_id is None:
+        raise ValueError("grading into a store needs a run id")
+    pipeline = _Pipeline(sources, prompts, provider, settings, store, run_id, cache, options,
+                         hooks or Hooks(), errors)
+    return asyncio.run(pipeline.run())
+
+
+class _Pipeline:
+    def __init__(self, sources: Iterable[Source], prompts: Mapping[str, Prompt],
+                 provider: Provider, settings: Settings, store: Store | None,
+                 run_id: str | None, cache: CallCache | None, options: GradeOptions,
+                 hooks: Hooks, errors: list[InputError] | None) -> None:
+        self.prompts = prompts
+        self.provider = provider
+        self.settings = settings
+        self.store = store
+        self.run_id = run_id or ""
+        self.options = options
+        self.hooks = hooks
+        self.checker = Checker(sources, store, errors=errors, on_checked=hooks.on_checked)
+        self.stats = GradingStats()
+        self.skip = store.stored_item_ids(self.run_id) if store is not None else set()
+        self.writer = None
+        if cache is None:
+            assert store is not None
+            from judge.grading.writebehind import WriteBehindCache
+
+            self.writer = WriteBehindCache(store.calls)
+            cache = self.writer
+        self.cache: CallCache = cache
+        counted = hooks.on_verdicts
+        on_stored = (lambda _run, batch: counted(len(batch))) if counted is not None else None
+        self.sink = VerdictSink(store, Router(store, options.policy), calls=self.writer,
+                                keep=options.keep_verdicts, on_stored=on_stored)
+        self.sink.vetoed = self.checker.checked.vetoes  # type: ignore[assignment]
+        self.graders: dict[str, ItemGrader] = {}
+
+    def grader(self, rubric: str, limiter: RateLimiter | None) -> ItemGrader:
+        if rubric not in self.graders:
+            s = self.settings
+            self.graders[rubric] = ItemGrader(
+                self.prompts[rubric], self.provider, self.cache, params=s.model_params(),
+                retries=s.retries, limiter=limiter, replay_only=self.options.replay_only,
+                redaction=s.redaction(), stats=self.stats)
+        return self.graders[rubric]
+
+    async def run(self) -> Graded:
+        if self.store is not None:
+            for prompt in self.prompts.values():
+                self.store.save_prompt(prompt)
+        remote = self.provider.remote
+        limiter = RateLimiter(self.settings.rpm) if self.settings.rpm and remote else None
+        pool = GradingPool(self.settings.concurrency if remote else 1,
+                           lambda job, v: self.sink.add(job.run_id, v))
+        grading = asyncio.create_task(pool.run())
+        started = time.perf_counter()
+        failed = True
+        batch: dict[str, int] = {}
+        try:
+            if self.options.batch and not self.options.replay_only:
+                batch = await self._batch_then_feed(pool, limiter)
+            else:
+                await self._feed(pool, limiter)
+            pool.close()
+            await grading
+            failed = False
+        finally:
+            if not grading.done():
+                grading.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await grading
+            self._finish(failed)
+            self.stats.elapsed_s += time.perf_counter() - started
+            await self.provider.aclose()
+        checked = self.checker.checked
+        verdicts = self.sink.verdicts
+        if self.options.keep_verdicts:
+            order = {it.item_id: i for i, it in enumerate(checked.items)}
+            verdicts.sort(key=lambda v: order.get(v.item_id, len(order)))
+        return Graded(self.run_id or None, checked, self.stats, verdicts, batch)
+
+    async def _feed(self, pool: GradingPool, limiter: RateLimiter | None) -> None:
+        """Check trace by trace; hand each trace's items to the pool at once."""
+        total = 0
+        for items in self.checker.traces():
+            self._submit(pool, items, limiter)
+            total += len(items)
+            if items and self.hooks.on_items is not None:
+                self.hooks.on_items(total)
+            await asyncio.sleep(0)  # let the loop send and receive before the next trace
+        if self.hooks.on_all_checked is not None:
+            self.hooks.on_all_checked(total)
+
+    async def _batch_then_feed(self, pool: GradingPool,
+                               limiter: RateLimiter | None) -> dict[str, int]:
+        from judge.pipeline.batch import prefill_by_batch
+
+        assert self.store is not None
+        checked = self.checker.run()
+        pending = [it for it in checked.items if it.item_id not in self.skip]
+        if self.hooks.on_all_checked is not None:
+            self.hooks.on_all_checked(len(checked.items))
+        counts: dict[str, int] = {}
+        for rubric in dict.fromkeys(it.rubric for it in pending):
+            got = await prefill_by_batch(
+                self.store, self.run_id, rubric, self.prompts[rubric],
+                [it for it in pending if it.rubric == rubric], self.provider,
+                self.settings.model_params(), redaction=self.settings.redaction(),
+                poll_base_delay=self.options.batch_poll_s, on_status=self.hooks.on_status)
+            for k, n in got.items():
+                counts[k] = counts.get(k, 0) + n
+        self._submit(pool, checked.items, limiter)
+        return counts
+
+    def _submit(self, pool: GradingPool, items: list[Item], limiter: RateLimiter | None) -> None:
+        for it in items:
+            self.sink.safety[it.item_id] = it.safety_critical
+            if it.item_id not in self.skip:
+                pool.put(Job(self.run_id, it, self.grader(it.rubric, limiter)))
+
+    def _finish(self, failed: bool) -> None:
+        """Store what is pending: checked traces and items, calls, then verdicts. After a
+        failure, a second failure here must not hide the first."""
+        try:
+            self.checker.flush()
+            self.sink.flush()
+            if self.writer is not None:
+                self.writer.close()
+        except Exception:
+            if not failed:
+                raise
