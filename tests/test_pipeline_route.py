@@ -103,3 +103,18 @@ def test_lookup_falls_back_to_committed_files(store: Store, tmp_path: Path,
     found = find_calibration(store, R, "sha256:p1", "heuristic")
     assert found is not None and found.threshold == 0.8  # the database comes first
     assert find_calibration(store, R, "sha256:other", "heuristic") is None
+
+
+def test_the_records_folder_check_agrees_with_records_dir(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.calibration.files import records_dir
+    from judge.calibration.lookup import records_folder_exists
+
+    monkeypatch.delenv("JUDGE_CALIBRATION_DIR", raising=False)
+    assert not records_folder_exists() and not records_dir().is_dir()
+    records_dir().mkdir()
+    assert records_folder_exists()
+    monkeypatch.setenv("JUDGE_CALIBRATION_DIR", str(tmp_path / "elsewhere"))
+    assert not records_folder_exists() and records_dir() == tmp_path / "elsewhere"
+    (tmp_path / "elsewhere").mkdir()
+    assert records_folder_exists()

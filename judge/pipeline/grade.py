@@ -92,7 +92,11 @@ def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
         raise ValueError("grading into a store needs a run id")
     pipeline = _Pipeline(sources, prompts, provider, settings, store, run_id, cache, options,
                          hooks or Hooks(), errors)
-    return asyncio.run(pipeline.run())
+    # The coroutine returns nothing: asyncio.run formats its task's repr (with the result) on
+    # the way out (signal.getsignal), which for a whole run's items costs seconds.
+    asyncio.run(pipeline.run())
+    assert pipeline.result is not None
+    return pipeline.result
 
 
 class _Pipeline:
@@ -124,6 +128,7 @@ class _Pipeline:
                                 keep=options.keep_verdicts, on_stored=on_stored)
         self.sink.vetoed = self.checker.checked.vetoes  # type: ignore[assignment]
         self.graders: dict[str, ItemGrader] = {}
+        self.result: Graded | None = None
 
     def grader(self, rubric: str, limiter: RateLimiter | None) -> ItemGrader:
         if rubric not in self.graders:
@@ -134,7 +139,7 @@ class _Pipeline:
                 redaction=s.redaction(), stats=self.stats)
         return self.graders[rubric]
 
-    async def run(self) -> Graded:
+    async def run(self) -> None:
         if self.store is not None:
             for prompt in self.prompts.values():
                 self.store.save_prompt(prompt)
@@ -167,7 +172,7 @@ class _Pipeline:
         if self.options.keep_verdicts:
             order = {it.item_id: i for i, it in enumerate(checked.items)}
             verdicts.sort(key=lambda v: order.get(v.item_id, len(order)))
-        return Graded(self.run_id or None, checked, self.stats, verdicts, batch)
+        self.result = Graded(self.run_id or None, checked, self.stats, verdicts, batch)
 
     async def _feed(self, pool: GradingPool, limiter: RateLimiter | None) -> None:
         """Check trace by trace; hand each trace's items to the pool at once."""

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import event
+import orjson
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
-from sqlmodel import create_engine
 
 from judge.errors import StoreError
 
@@ -134,12 +134,25 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+class JsonText(str):
+    """A value already encoded as JSON text: stored as it is (e.g. a trace body encoded once
+    for both its content hash and its column)."""
 
 
 def _json_param(v: Any) -> str | None:
     if v is None:
         return None
-    return "{}" if isinstance(v, dict) and not v else _JSON(v)
+    if isinstance(v, JsonText):
+        return v
+    if isinstance(v, dict) and not v:
+        return "{}"
+    try:  # orjson: the bulk paths spend their time here (requests of many kB per call)
+        return orjson.dumps(v, default=str, option=_ORJSON_OPTS).decode("utf-8")
+    except TypeError:  # e.g. an integer beyond 64 bits
+        return _JSON(v)
 
 
 def _sqlite_time() -> Any:

@@ -33,7 +33,7 @@ def migration(name: str) -> Callable[[Migration], Migration]:
 
 @migration("0001_initial_schema")
 def _initial(conn: Connection) -> None:
-    SQLModel.metadata.create_all(conn, tables=[t.__table__ for t in tables.ALL_TABLES])  # type: ignore[attr-defined]
+    SQLModel.metadata.create_all(conn, tables=[t.__table__ for t in tables.ALL_TABLES])
     # Claiming walks this index: open items, safety-critical first, lowest confidence next.
     conn.execute(text("CREATE INDEX ix_queue_claim_order ON review_queue "
                       "(state, safety_critical DESC, sort_confidence ASC, item_id ASC)"))
@@ -66,7 +66,7 @@ def migrate(engine: Engine) -> list[str]:
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
-        tables.AppliedMigration.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+        tables.AppliedMigration.__table__.create(conn, checkfirst=True)
         have = set(applied(conn))
         for name, fn in MIGRATIONS:
             if name in have:
@@ -82,7 +82,7 @@ def migrate(engine: Engine) -> list[str]:
 @migration("0003_grading_work")
 def _grading_work(conn: Connection) -> None:
     # Scale-out: `judge worker` processes lease grading work from this table.
-    tables.WorkRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+    tables.WorkRow.__table__.create(conn, checkfirst=True)
 
 
 @migration("0004_drop_redundant_indexes")
@@ -100,4 +100,4 @@ def _drop_redundant(conn: Connection) -> None:
 
 @migration("0005_render_memo")
 def _render_memo(conn: Connection) -> None:
-    tables.MemoRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+    tables.MemoRow.__table__.create(conn, checkfirst=True)

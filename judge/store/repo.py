@@ -18,7 +18,9 @@ from judge.store import review_queue, tables
 from judge.store.calls import DbCallCache
 from judge.store.db import (
     DEFAULT_BUSY_TIMEOUT_MS,
+    JsonText,
     as_utc,
+    bulk_insert,
     database_url,
     display_url,
     insert_ignore,
@@ -34,21 +36,23 @@ from judge.store.review_queue import ReviewQueue
 from judge.store.rows import (
     VERDICT_COLUMNS,
     canonical_hash,
+    canonical_json,
     label_row,
     row_label,
     row_verdict,
+    text_hash,
     verdict_params,
 )
 from judge.store.work_queue import WorkQueue
 
-T_TRACE: Any = tables.TraceRow.__table__  # type: ignore[attr-defined]
-T_SCEN: Any = tables.ScenarioRow.__table__  # type: ignore[attr-defined]
-T_ITEM: Any = tables.ItemRow.__table__  # type: ignore[attr-defined]
-T_PROMPT: Any = tables.PromptRow.__table__  # type: ignore[attr-defined]
-T_RUN: Any = tables.RunRow.__table__  # type: ignore[attr-defined]
-T_VERDICT: Any = tables.VerdictRow.__table__  # type: ignore[attr-defined]
-T_LABEL: Any = tables.LabelRow.__table__  # type: ignore[attr-defined]
-T_CAL: Any = tables.CalibrationRow.__table__  # type: ignore[attr-defined]
+T_TRACE: Any = tables.TraceRow.__table__
+T_SCEN: Any = tables.ScenarioRow.__table__
+T_ITEM: Any = tables.ItemRow.__table__
+T_PROMPT: Any = tables.PromptRow.__table__
+T_RUN: Any = tables.RunRow.__table__
+T_VERDICT: Any = tables.VerdictRow.__table__
+T_LABEL: Any = tables.LabelRow.__table__
+T_CAL: Any = tables.CalibrationRow.__table__
 
 _CHUNK = 500
 
@@ -153,14 +157,15 @@ class Store:
         for trace in traces:
             body = trace.model_dump(mode="json", exclude_none=True) if hasattr(
                 trace, "model_dump") else dict(trace)
+            text = canonical_json(body)  # encoded once: the content hash and the column
             rows.append({
                 "trace_id": body["trace_id"], "scenario": body.get("scenario"),
                 "candidate": body.get("candidate") or {}, "meta": body.get("metadata") or {},
-                "n_events": len(body.get("events") or []), "content_hash": canonical_hash(body),
-                "body": body, "created_at": now})
+                "n_events": len(body.get("events") or []), "content_hash": text_hash(text),
+                "body": JsonText(text), "created_at": now})
         if rows:
             with store_errors(self.url), self.engine.begin() as conn:
-                conn.execute(insert_ignore(T_TRACE, self.dialect), rows)
+                bulk_insert(conn, T_TRACE, rows)
         return [str(r["trace_id"]) for r in rows]
 
     def save_scenario(self, scenario_id: str, text: str, path: str | None = None) -> str:
@@ -191,8 +196,7 @@ class Store:
                          "safety_critical": bool(d.get("safety_critical", False)),
                          "data": d, "created_at": now})
         with store_errors(self.url), self.engine.begin() as conn:
-            for i in range(0, len(rows), _CHUNK * 10):
-                conn.execute(insert_ignore(T_ITEM, self.dialect), rows[i:i + _CHUNK * 10])
+            bulk_insert(conn, T_ITEM, rows)
         return len(rows)
 
     def get_item(self, item_id: str) -> dict[str, Any] | None:

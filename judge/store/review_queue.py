@@ -24,8 +24,8 @@ from judge.store.lease import Leases, LeaseTable
 from judge.store.records import REVIEW_LEASE_S, ReviewRequest
 from judge.store.tables import LabelRow, QueueRow
 
-Q: Any = QueueRow.__table__  # type: ignore[attr-defined]
-L: Any = LabelRow.__table__  # type: ignore[attr-defined]
+Q: Any = QueueRow.__table__
+L: Any = LabelRow.__table__
 
 DEFAULT_LEASE_S = REVIEW_LEASE_S
 STATES = ("open", "claimed", "done")

@@ -19,7 +19,7 @@ from judge.store.lease import Leases, LeaseTable
 from judge.store.records import WORK_LEASE_S
 from judge.store.tables import WorkRow
 
-W: Any = WorkRow.__table__  # type: ignore[attr-defined]
+W: Any = WorkRow.__table__
 
 DEFAULT_LEASE_S = WORK_LEASE_S
 _CHUNK = 1000
