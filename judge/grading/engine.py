@@ -138,10 +138,12 @@ class ItemGrader:
             base_delay=self.base_delay, rng=self.rng, limiter=self.limiter)
         return resp
 
-    async def grade(self, item: Item) -> Verdict:
+    async def grade(self, item: Item, request: JudgeRequest | None = None) -> Verdict:
+        """The verdict on `item`; `request` is its rendered request when it was rendered
+        ahead (the same `render` call), else it is rendered here when needed."""
         self.stats.items += 1
         try:
-            return await self._grade(item)
+            return await self._grade(item, request)
         except _Miss:
             return self.unscored(item, REPLAY_MISS, None)
         except ProviderFailure as exc:
@@ -154,7 +156,7 @@ class ItemGrader:
             self.stats.failures += 1
             return self.unscored(item, f"grading error: {type(exc).__name__}: {exc}", None)
 
-    async def _grade(self, item: Item) -> Verdict:
+    async def _grade(self, item: Item, rendered: JudgeRequest | None = None) -> Verdict:
         memo_key = None
         if self.memo is not None and self.memo_keys is not None:
             # a rerun: the call made for this very item, found without rendering it
@@ -168,7 +170,7 @@ class ItemGrader:
                 else:
                     self.stats.cache_hits += 1
                     return self._finish(item, verdict, {"cached": True})
-        request = render(self.prompt, item, self.params, self.redaction)
+        request = rendered or render(self.prompt, item, self.params, self.redaction)
         key = self.key_of(request)
         text, cached = await self.call(request, key)
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,30 +25,34 @@ from judge.errors import InputError
 from judge.formats import Verdict
 from judge.grading.engine import GradingStats, ItemGrader
 from judge.items import Item
-from judge.pipeline.collect import Checked, Checker, OnChecked, Source
+from judge.pipeline.checkproc import CheckerProcess, can_fork
+from judge.pipeline.collect import Checked, Checker, OnChecked, Source, TraceChecked
 from judge.pipeline.pool import GradingPool, Job
 from judge.pipeline.route import Router
 from judge.pipeline.sink import VerdictSink
-from judge.prompts import Prompt
-from judge.providers.base import CallCache, Provider
+from judge.prompts import Prompt, render
+from judge.providers.base import CallCache, JudgeRequest, Provider
 from judge.providers.ratelimit import RateLimiter
 from judge.routing import RoutingPolicy
 from judge.settings import Settings
 
 if TYPE_CHECKING:
+    from judge.grading.writebehind import WriteBehindCache
     from judge.store import Store
 
 
 @dataclass(frozen=True)
 class GradeOptions:
     """`policy=None`: mark vetoes only (no database to queue reviews in). `keep_verdicts`:
-    return every verdict, in item order (what `judge grade` prints)."""
+    return every verdict, in item order (what `judge grade` prints). `check_process`: check
+    traces and render requests in a forked child (judge.pipeline.checkproc) where possible."""
 
     replay_only: bool = False
     policy: RoutingPolicy | None = field(default_factory=RoutingPolicy)
     batch: bool = False
     batch_poll_s: float = 5.0
     keep_verdicts: bool = False
+    check_process: bool = True  # check and render in a forked child where possible
 
 
 @dataclass
@@ -104,6 +108,7 @@ class _Pipeline:
                  provider: Provider, settings: Settings, store: Store | None,
                  run_id: str | None, cache: CallCache | None, options: GradeOptions,
                  hooks: Hooks, errors: list[InputError] | None) -> None:
+        self.sources = list(sources)
         self.prompts = prompts
         self.provider = provider
         self.settings = settings
@@ -111,51 +116,100 @@ class _Pipeline:
         self.run_id = run_id or ""
         self.options = options
         self.hooks = hooks
-        self.checker = Checker(sources, store, errors=errors, on_checked=hooks.on_checked)
+        self.errors = errors if errors is not None else []
+        self.cache = cache
         self.stats = GradingStats()
         self.skip = store.stored_item_ids(self.run_id) if store is not None else set()
-        self.writer = None
-        if cache is None:
-            assert store is not None
-            from judge.grading.writebehind import WriteBehindCache
-
-            self.writer = WriteBehindCache(store.calls)
-            cache = self.writer
-        self.cache: CallCache = cache
-        counted = hooks.on_verdicts
-        on_stored = (lambda _run, batch: counted(len(batch))) if counted is not None else None
-        self.sink = VerdictSink(store, Router(store, options.policy), calls=self.writer,
-                                keep=options.keep_verdicts, on_stored=on_stored)
-        self.sink.vetoed = self.checker.checked.vetoes  # type: ignore[assignment]
+        self.checked = Checked(errors=self.errors)
         self.graders: dict[str, ItemGrader] = {}
         self.result: Graded | None = None
 
     def grader(self, rubric: str, limiter: RateLimiter | None) -> ItemGrader:
         if rubric not in self.graders:
             s = self.settings
+            assert self.cache is not None
             self.graders[rubric] = ItemGrader(
                 self.prompts[rubric], self.provider, self.cache, params=s.model_params(),
                 retries=s.retries, limiter=limiter, replay_only=self.options.replay_only,
                 redaction=s.redaction(), stats=self.stats)
         return self.graders[rubric]
 
+    def _prepare(self) -> Callable[[Item], JudgeRequest | None]:
+        """Renders an item's request exactly as its grader would (None if it cannot: the
+        grader then renders it and records the failure)."""
+        params, redaction, prompts = self.settings.model_params(), self.settings.redaction(), \
+            self.prompts
+        skip = self.skip
+
+        def prepare(item: Item) -> JudgeRequest | None:
+            prompt = prompts.get(item.rubric)
+            if prompt is None or item.item_id in skip:
+                return None
+            try:
+                return render(prompt, item, params, redaction)
+            except Exception:  # the grader renders it again and reports why
+                return None
+
+        return prepare
+
+    def _checks(self) -> tuple[CheckerProcess | None, AsyncIterator[TraceChecked]]:
+        """The checked traces, from a forked child where possible (started before any
+        thread of ours), else from a Checker in this process."""
+        keep_events = self.hooks.on_checked is not None
+        if self.options.check_process and can_fork(self.store):
+            proc = CheckerProcess(self.sources, self.store, errors=self.errors,
+                                  prepare=self._prepare(), keep_events=keep_events)
+            proc.start()
+            self.checked = proc.checked
+            return proc, proc.traces()
+        checker = Checker(self.sources, self.store, errors=self.errors, keep_events=keep_events)
+        self.checked = checker.checked
+
+        async def in_process() -> AsyncIterator[TraceChecked]:
+            for tc in checker.traces():
+                yield tc
+                await asyncio.sleep(0)  # let the loop send and receive before the next trace
+
+        return None, in_process()
+
     async def run(self) -> None:
+        proc, checked_traces = self._checks()
+        writer = None
+        try:
+            if self.cache is None:
+                assert self.store is not None
+                from judge.grading.writebehind import WriteBehindCache
+
+                writer = WriteBehindCache(self.store.calls)
+                self.cache = writer
+            await self._run(checked_traces, writer)
+        finally:
+            if proc is not None:
+                proc.close()
+
+    async def _run(self, checked_traces: AsyncIterator[TraceChecked],
+                   writer: WriteBehindCache | None) -> None:
         if self.store is not None:
             for prompt in self.prompts.values():
                 self.store.save_prompt(prompt)
+        counted = self.hooks.on_verdicts
+        on_stored = (lambda _run, batch: counted(len(batch))) if counted is not None else None
+        sink = VerdictSink(self.store, Router(self.store, self.options.policy), calls=writer,
+                           keep=self.options.keep_verdicts, on_stored=on_stored)
+        sink.vetoed = self.checked.vetoes  # type: ignore[assignment]
         remote = self.provider.remote
         limiter = RateLimiter(self.settings.rpm) if self.settings.rpm and remote else None
         pool = GradingPool(self.settings.concurrency if remote else 1,
-                           lambda job, v: self.sink.add(job.run_id, v))
+                           lambda job, v: sink.add(job.run_id, v))
         grading = asyncio.create_task(pool.run())
         started = time.perf_counter()
         failed = True
         batch: dict[str, int] = {}
         try:
             if self.options.batch and not self.options.replay_only:
-                batch = await self._batch_then_feed(pool, limiter)
+                batch = await self._batch_then_feed(checked_traces, pool, sink, limiter)
             else:
-                await self._feed(pool, limiter)
+                await self._feed(checked_traces, pool, sink, limiter)
             pool.close()
             await grading
             failed = False
@@ -164,37 +218,43 @@ class _Pipeline:
                 grading.cancel()
                 with suppress(asyncio.CancelledError, Exception):
                     await grading
-            self._finish(failed)
+            self._finish(sink, writer, failed)
             self.stats.elapsed_s += time.perf_counter() - started
             await self.provider.aclose()
-        checked = self.checker.checked
-        verdicts = self.sink.verdicts
+        verdicts = sink.verdicts
         if self.options.keep_verdicts:
-            order = {it.item_id: i for i, it in enumerate(checked.items)}
+            order = {it.item_id: i for i, it in enumerate(self.checked.items)}
             verdicts.sort(key=lambda v: order.get(v.item_id, len(order)))
-        self.result = Graded(self.run_id or None, checked, self.stats, verdicts, batch)
+        self.result = Graded(self.run_id or None, self.checked, self.stats, verdicts, batch)
 
-    async def _feed(self, pool: GradingPool, limiter: RateLimiter | None) -> None:
-        """Check trace by trace; hand each trace's items to the pool at once."""
+    async def _feed(self, checked_traces: AsyncIterator[TraceChecked], pool: GradingPool,
+                    sink: VerdictSink, limiter: RateLimiter | None) -> None:
+        """Hand each checked trace's items to the pool as soon as it is checked."""
         total = 0
-        for items in self.checker.traces():
-            self._submit(pool, items, limiter)
-            total += len(items)
-            if items and self.hooks.on_items is not None:
+        async for tc in checked_traces:
+            self._observe(tc)
+            self._submit(pool, sink, tc.items, tc.requests, limiter)
+            total += len(tc.items)
+            if tc.items and self.hooks.on_items is not None:
                 self.hooks.on_items(total)
-            await asyncio.sleep(0)  # let the loop send and receive before the next trace
         if self.hooks.on_all_checked is not None:
             self.hooks.on_all_checked(total)
 
-    async def _batch_then_feed(self, pool: GradingPool,
+    async def _batch_then_feed(self, checked_traces: AsyncIterator[TraceChecked],
+                               pool: GradingPool, sink: VerdictSink,
                                limiter: RateLimiter | None) -> dict[str, int]:
         from judge.pipeline.batch import prefill_by_batch
 
         assert self.store is not None
-        checked = self.checker.run()
-        pending = [it for it in checked.items if it.item_id not in self.skip]
+        items: list[Item] = []
+        requests: list[JudgeRequest | None] = []
+        async for tc in checked_traces:
+            self._observe(tc)
+            items.extend(tc.items)
+            requests.extend(tc.requests)
+        pending = [it for it in items if it.item_id not in self.skip]
         if self.hooks.on_all_checked is not None:
-            self.hooks.on_all_checked(len(checked.items))
+            self.hooks.on_all_checked(len(items))
         counts: dict[str, int] = {}
         for rubric in dict.fromkeys(it.rubric for it in pending):
             got = await prefill_by_batch(
@@ -204,23 +264,28 @@ class _Pipeline:
                 poll_base_delay=self.options.batch_poll_s, on_status=self.hooks.on_status)
             for k, n in got.items():
                 counts[k] = counts.get(k, 0) + n
-        self._submit(pool, checked.items, limiter)
+        self._submit(pool, sink, items, requests, limiter)
         return counts
 
-    def _submit(self, pool: GradingPool, items: list[Item], limiter: RateLimiter | None) -> None:
-        for it in items:
-            self.sink.safety[it.item_id] = it.safety_critical
-            if it.item_id not in self.skip:
-                pool.put(Job(self.run_id, it, self.grader(it.rubric, limiter)))
+    def _observe(self, tc: TraceChecked) -> None:
+        if self.hooks.on_checked is not None:
+            self.hooks.on_checked(tc)
 
-    def _finish(self, failed: bool) -> None:
-        """Store what is pending: checked traces and items, calls, then verdicts. After a
-        failure, a second failure here must not hide the first."""
+    def _submit(self, pool: GradingPool, sink: VerdictSink, items: list[Item],
+                requests: list[JudgeRequest | None], limiter: RateLimiter | None) -> None:
+        for it, request in zip(items, requests, strict=True):
+            sink.safety[it.item_id] = it.safety_critical
+            if it.item_id not in self.skip:
+                pool.put(Job(self.run_id, it, self.grader(it.rubric, limiter), request))
+
+    def _finish(self, sink: VerdictSink, writer: WriteBehindCache | None,
+                failed: bool) -> None:
+        """Store what is pending: calls, then verdicts. After a failure, a second failure
+        here must not hide the first."""
         try:
-            self.checker.flush()
-            self.sink.flush()
-            if self.writer is not None:
-                self.writer.close()
+            sink.flush()
+            if writer is not None:
+                writer.close()
         except Exception:
             if not failed:
                 raise

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from judge.formats import Verdict
 from judge.grading.engine import ItemGrader
 from judge.items import Item
+from judge.providers.base import JudgeRequest
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Job:
     run_id: str
     item: Item
     grader: ItemGrader
+    request: JudgeRequest | None = None  # rendered ahead, or None
 
 
 class GradingPool:
@@ -51,7 +53,7 @@ class GradingPool:
                 queue.put_nowait(None)  # tell the next worker too
                 return
             try:
-                verdict = await job.grader.grade(job.item)
+                verdict = await job.grader.grade(job.item, job.request)
             finally:
                 self.pending -= 1
             self.on_verdict(job, verdict)

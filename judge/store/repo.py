@@ -69,13 +69,15 @@ def open_store(url: str | None = None, *,
     except StoreError:
         engine.dispose()
         raise
-    return Store(engine, resolved)
+    return Store(engine, resolved, busy_timeout_ms=busy_timeout_ms)
 
 
 class Store:
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, *,
+                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         self.engine = engine
         self.url = url
+        self.busy_timeout_ms = busy_timeout_ms
         self.calls = DbCallCache(engine, url)
         self.queue = ReviewQueue(engine, url)
         """The review queue (judge.store.review_queue)."""

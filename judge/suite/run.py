@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from judge.errors import InputError, StoreError
 from judge.grading.engine import GradingStats
 from judge.items import Item
-from judge.pipeline.collect import Checker, Source
+from judge.pipeline.collect import Checker, Source, TraceChecked
 from judge.pipeline.grade import GradeOptions, Hooks, grade_traces
 from judge.providers.base import Provider
 from judge.providers.registry import make_provider
@@ -71,8 +71,8 @@ class _Observed:
     outcomes: Outcomes = field(default_factory=Outcomes)
     on_trace: Callable[[], None] | None = None
 
-    def __call__(self, *args: Any) -> None:
-        self.outcomes(*args)
+    def __call__(self, tc: TraceChecked) -> None:
+        self.outcomes(tc)
         if self.on_trace is not None:
             self.on_trace()
 
@@ -100,7 +100,7 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     try:
         if opts.distributed:
             checked = Checker(sources(plan, errors), store, errors=errors,
-                              on_checked=observed).run()
+                              on_checked=observed, keep_events=True).run()
             stats = _distributed(store, run_id, checked.items, checked.vetoes, provider,
                                  settings, opts)
         else:

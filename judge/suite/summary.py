@@ -11,11 +11,11 @@ from judge.errors import InputError
 from judge.formats import Verdict, parse_item_id
 from judge.grading.engine import GradingStats
 from judge.ledger import LoadedScenario
+from judge.pipeline.collect import TraceChecked
 from judge.routing import UNCALIBRATED
 from judge.suite.cluster import cluster_failures, minimal_slice
 from judge.suite.gate import JudgeContribution, TraceOutcome, evaluate_gate
 from judge.suite.plan import Plan
-from judge.trace import Trace
 
 if TYPE_CHECKING:
     from judge.store import Store
@@ -29,17 +29,18 @@ class Outcomes:
         self.outcomes: list[TraceOutcome] = []
         self.slices: dict[str, list[dict[str, Any]]] = {}
 
-    def __call__(self, loaded: LoadedScenario, trace: Trace, report: CheckReport) -> None:
+    def __call__(self, tc: TraceChecked) -> None:
+        report, loaded = tc.report, tc.scenario
+        assert loaded is not None
         first = report.first_divergence
         self.outcomes.append(TraceOutcome(
             trace_id=report.trace_id, scenario_id=loaded.scenario.id, eligible=report.eligible,
             quality=report.quality_score, safety_critical_failures=len(report.vetoes),
             first_divergence=first.to_dict() if first else None,
             diagnosis=report.diagnosis()))
-        if first is not None and first.seq is not None:
-            events = [e.model_dump(mode="json", exclude_none=True) for e in trace.events]
-            self.slices[trace.trace_id] = minimal_slice(
-                events, _from_turn(loaded, report, first.turn or 0), first.seq)
+        if first is not None and first.seq is not None and tc.events is not None:
+            self.slices[report.trace_id] = minimal_slice(
+                tc.events, _from_turn(loaded, report, first.turn or 0), first.seq)
 
 
 def _from_turn(loaded: LoadedScenario, report: CheckReport, div_turn: int) -> int:
