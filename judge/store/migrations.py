@@ -294,6 +294,13 @@ def applied(conn: Connection) -> list[str]:
     return [r[0] for r in rows]
 
 
+def _pending(conn: Connection, names: list[str]) -> list[str]:
+    if not conn.dialect.has_table(conn, "judge_migrations"):
+        return names
+    have = set(applied(conn))
+    return [n for n in names if n not in have]
+
+
 def migrate(engine: Engine, *, stop_before: str | None = None) -> list[str]:
     """Apply every migration not yet applied, in order, each in the same transaction as its
     record in judge_migrations; `stop_before` names the first one to leave out (tests build
@@ -303,6 +310,11 @@ def migrate(engine: Engine, *, stop_before: str | None = None) -> list[str]:
         if stop_before not in todo:
             raise ValueError(f"no migration named {stop_before!r}")
         todo = todo[:todo.index(stop_before)]
+    # An up-to-date database (every open but the first) needs one read: no write lock on
+    # SQLite, no advisory lock on PostgreSQL.
+    with engine.connect().execution_options(judge_read=True) as conn, conn.begin():
+        if not _pending(conn, todo):
+            return []
     done_now: list[str] = []
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
