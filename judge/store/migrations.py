@@ -12,8 +12,10 @@ Rules:
 
 - Never edit, rename or reorder a released migration, nor `_TYPES`; databases in use have
   already run them. Change the schema by adding a new migration at the end.
-- Each migration runs in one transaction together with its row in `judge_migrations`; on
-  PostgreSQL an advisory lock keeps two processes from migrating at once.
+- The pending migrations run in one transaction, each followed by its row in
+  `judge_migrations`, so a failure leaves the database as it was (DDL is transactional on
+  both databases); on PostgreSQL an advisory lock keeps two processes from migrating at once.
+  An up-to-date database is only read.
 
 To add one, e.g. a column:
 
@@ -302,9 +304,9 @@ def _pending(conn: Connection, names: list[str]) -> list[str]:
 
 
 def migrate(engine: Engine, *, stop_before: str | None = None) -> list[str]:
-    """Apply every migration not yet applied, in order, each in the same transaction as its
-    record in judge_migrations; `stop_before` names the first one to leave out (tests build
-    older databases with it). Returns the names applied now."""
+    """Apply every migration not yet applied, in order, in one transaction with their records
+    in judge_migrations; `stop_before` names the first one to leave out (tests build older
+    databases with it). Returns the names applied now."""
     todo = [name for name, _fn in MIGRATIONS]
     if stop_before is not None:
         if stop_before not in todo:
