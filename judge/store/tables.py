@@ -1,5 +1,6 @@
-"""The schema as sqlmodel tables. It changes only through judge/store/migrations.py, and a test
-checks that a migrated blank database has exactly these columns."""
+"""The schema as sqlmodel tables, for the code to query. The database itself is made only by the
+frozen DDL of judge/store/migrations.py; a change here comes with a new migration there, and
+tests/test_store_migrations.py checks that both agree (columns, types, keys, indexes)."""
 
 from __future__ import annotations
 
