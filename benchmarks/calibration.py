@@ -4,8 +4,8 @@
 
 Times `build_record` end to end on arrays (5-fold cross-validated isotonic and Platt fits,
 method choice, refit on all items, held-out threshold search, metrics), and its parts.
-`--files` also times `judge calibrate`'s file path (read labels and verdicts, reference
-labels, pairing, record) on files of the same size.
+`--files` also times the path of `judge calibrate files` (judge.calibration.calibrate_files:
+read labels and verdicts, reference labels, pairing, record) on files of the same size.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def best_of(repeat: int, fn) -> float:  # type: ignore[no-untyped-def]
 
 
 def files(n: int) -> float:
-    from judge.cli.calibrate import calibrate_files
+    from judge.calibration.from_files import calibrate_files
 
     conf, agreed, human_fail = synth(n, 1)
     with tempfile.TemporaryDirectory() as tmp:

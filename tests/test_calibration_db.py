@@ -24,7 +24,8 @@ from db_calibration_data import (
 from typer.testing import CliRunner
 
 from judge.calibration import TooFewLabelsError, build_record, load_records
-from judge.calibration.db import calibrate_rubric, calibration_run_id, file_record
+from judge.calibration.files import file_record
+from judge.calibration.regrade import calibrate_rubric, calibration_run_id
 from judge.cli.main import app
 from judge.formats import Verdict
 from judge.prompts import load_prompt

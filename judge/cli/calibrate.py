@@ -26,23 +26,19 @@ prompt versions' stored verdicts.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from judge.calibration.build import MIN_PER_CLASS, TooFewLabelsError, build_record
-from judge.calibration.db import records_dir
-from judge.calibration.pairs import calibration_groups
-from judge.calibration.record import CalibrationRecord, load_records
-from judge.calibration.staleness import Current, stale_rubrics
+from judge.calibration.build import MIN_PER_CLASS
+from judge.calibration.files import records_dir
+from judge.calibration.from_files import calibrate_files
+from judge.calibration.record import CalibrationRecord
 from judge.cli.common import cli_errors, die, warn
 from judge.cli.progress import progress_bar
-from judge.errors import ConfigError, InputError
-from judge.labels import iter_verdicts, read_labels, read_verdicts, reference_labels
-from judge.labels.report import rubric_of
+from judge.labels import read_labels, read_verdicts
 
 DEFAULT_ROOT = Path("calibration")
 
@@ -110,50 +106,6 @@ def calibrate(
             typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
 
 
-def calibrate_files(
-    labels: Path,
-    verdicts: Path,
-    *,
-    target: float = 0.95,
-    rubric: str | None = None,
-    seed: int = 0,
-    min_per_class: int = MIN_PER_CLASS,
-) -> list[CalibrationRecord]:
-    """One record per (rubric, prompt, model) in the verdicts; every refusal raised together."""
-    labs = read_labels(labels)
-    numbered = list(iter_verdicts(verdicts))
-    groups = calibration_groups(
-        labs, [v for _, v in numbered], rubric=rubric, verdicts_file=str(verdicts),
-        line_numbers=[n for n, _ in numbered],
-    )
-    if not groups:
-        what = f"no verdict of rubric '{rubric}'" if rubric else "no verdicts"
-        raise InputError(what, file=str(verdicts))
-    if not any(g.item_ids for g in groups):
-        raise InputError(
-            f"labels and verdicts share no item with a pass/fail label and a scored verdict "
-            f"with a confidence ({labels})",
-            file=str(verdicts),
-        )
-    records: list[CalibrationRecord] = []
-    refusals: list[str] = []
-    for g in groups:
-        try:
-            records.append(
-                build_record(
-                    g.conf, g.agreed, g.human_fail_array,
-                    rubric=g.rubric, prompt_version=g.prompt_version, prompt_hash=g.prompt_hash,
-                    model=g.model, label_set_hash=g.label_set_hash, n_labelled=g.n_labelled,
-                    target=target, seed=seed, min_per_class=min_per_class,
-                )
-            )
-        except TooFewLabelsError as exc:
-            refusals.append(exc.message)
-    if refusals:
-        raise ConfigError("; ".join(refusals))
-    return records
-
-
 def _text(rec: CalibrationRecord) -> str:
     m = rec.metrics
     thr = "none (review everything)" if rec.threshold is None else f"{rec.threshold:.4f}"
@@ -179,25 +131,10 @@ def _text(rec: CalibrationRecord) -> str:
     return "\n".join(lines)
 
 
-def _current_prompts(model: str, rubric: str | None) -> list[Current]:
-    from judge.prompts.files import list_prompts, version_key
-
-    latest: dict[str, tuple[str, str]] = {}
-    for p in list_prompts():
-        old = latest.get(p.rubric)
-        if old is None or version_key(p.version) > version_key(old[0]):
-            latest[p.rubric] = (p.version, p.hash)
-    if rubric is not None:
-        if rubric not in latest:
-            raise ConfigError(f"unknown rubric '{rubric}': no prompt files for it")
-        latest = {rubric: latest[rubric]}
-    return [(r, v, h, model) for r, (v, h) in sorted(latest.items())]
-
-
 def _calibrate_db(rubric: str, model: str | None, base_url: str | None, db: str | None,
                   target: float, fmt: OutputFormat, output: Path | None, seed: int,
                   min_per_class: int, progress: bool | None) -> None:
-    from judge.calibration.db import calibrate_rubric
+    from judge.calibration.regrade import calibrate_rubric
     from judge.prompts import load_prompt
     from judge.providers.registry import default_model_spec, make_provider
     from judge.settings import Settings
@@ -225,37 +162,24 @@ def _calibrate_db(rubric: str, model: str | None, base_url: str | None, db: str 
 
 
 
-def _label_counts(labels: Path) -> dict[str, int]:
-    refs = reference_labels(read_labels(labels)).labels
-    return dict(Counter(rubric_of(i) for i, r in refs.items() if r.label != "unsure"))
-
-
 def _check(
     labels: Path | None, root: Path, model: str | None, grow_share: float, rubric: str | None,
     db: str | None = None,
 ) -> None:
-    from judge.calibration.db import database_exists, label_counts, stored_records
+    from judge.calibration.status import check_calibration
     from judge.providers.registry import default_model_spec
     from judge.settings import Settings
 
     settings = Settings.load(model=model, database_url=db)
-    model = settings.model or default_model_spec(settings)
-    current = _current_prompts(model, rubric)
-    counts = _label_counts(labels) if labels is not None else None
-    records = load_records(root)
-    if database_exists(settings.database_url):
-        from judge.store import open_store
-
-        with open_store(settings.database_url) as store:
-            records += stored_records(store)
-            if counts is None:
-                counts = label_counts(store, rubric)
-    reasons = stale_rubrics(records, current, counts, grow_share)
-    if reasons:
-        for reason in reasons:
+    status = check_calibration(settings.model or default_model_spec(settings), root,
+                               labels=labels, database_url=settings.database_url,
+                               rubric=rubric, grow_share=grow_share)
+    if status.stale:
+        for reason in status.stale:
             typer.echo(f"stale: {reason}")
         raise typer.Exit(1)
-    typer.echo(f"calibration current for {len(current)} rubric(s) with model {model}")
+    typer.echo(f"calibration current for {len(status.current)} rubric(s) with model "
+               f"{status.model}")
 
 
 def _compare(labels: Path, old: Path, new: Path, fmt: OutputFormat, seed: int) -> None:
@@ -268,7 +192,7 @@ def _compare(labels: Path, old: Path, new: Path, fmt: OutputFormat, seed: int) -
 
 def _compare_db(rubric: str, old: str, new: str, model: str | None, db: str | None,
                 fmt: OutputFormat, seed: int) -> None:
-    from judge.calibration.db import compare_versions
+    from judge.calibration.versions import compare_versions
     from judge.settings import Settings
     from judge.store import open_store
 
