@@ -8,7 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+import typer
 from calibration_data import MODEL, synth, write_files, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from judge.calibration import load_records
@@ -245,3 +248,32 @@ def test_compare_needs_exactly_one_source(tmp_path: Path) -> None:
     code, _, err = run("calibrate", "compare", str(verdicts), str(verdicts), "--labels",
                        str(labels), "--model", "m")
     assert code == 2 and "--rubric" in err
+
+
+_OLD_TOKENS = st.sampled_from([
+    "--labels", "--verdicts", "--target", "--format", "--rubric", "-o", "--output", "--model",
+    "--base-url", "--db", "--grow-share", "--seed", "--min-per-class", "--compare", "--check",
+    "--progress", "--no-progress", "--target=0.9", "--bogus", "x", "v1", "a b", "-", "--"])
+
+
+@given(st.lists(_OLD_TOKENS, max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_legacy_mapping_is_total_and_keeps_order(args: list[str]) -> None:
+    """Any old command line maps to a subcommand (or exits 2 with one line): the tokens kept
+    are the given ones in their order, and a mapped line is not mapped again."""
+    from judge.cli.calibrate import legacy_args
+
+    try:
+        mapped = legacy_args(args)
+    except typer.Exit as exc:
+        assert exc.exit_code == 2
+        return
+    if mapped is None:
+        assert not args or not args[0].startswith("-") or args[0] == "--help"
+        return
+    new, note = mapped
+    assert new[0] in {"fit", "files", "check", "compare"} and "\n" not in note
+    rest = new[3:] if new[0] == "compare" else new[1:]
+    it = iter(args)
+    assert all(any(t == a for a in it) for t in rest)  # a subsequence of the old line
+    assert legacy_args(new) is None
