@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 from judge.formats import HumanLabel
 from judge.importers import iter_tau_bench
@@ -67,9 +68,11 @@ def judge_answer(item: Item, flip_salt: str = "agree") -> dict[str, object]:
 
 def scripted_judge(flip_salt: str = "agree") -> Callable[[JudgeRequest], str]:
     def answer(request: JudgeRequest) -> str:
-        item = request.item
-        assert isinstance(item, Item)
-        return json.dumps(judge_answer(item, flip_salt))
+        view = request.view  # what the rendered request shows (there is no raw item)
+        assert view is not None and view.target is not None
+        shown = SimpleNamespace(item_id=request.item_id, seq=view.seq,
+                                ledger_keys=view.ledger_keys, target=view.target)
+        return json.dumps(judge_answer(shown, flip_salt))  # type: ignore[arg-type]
     return answer
 
 

@@ -10,17 +10,28 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from judge.formats.verdicts import Verdict
 from judge.items.model import Item
 
-if TYPE_CHECKING:  # prompts import the schema from this package
-    from judge.prompts.files import Prompt
-
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 FIELDS = ("label", "violated_key", "evidence_event", "confidence", "rationale")
 MAX_RATIONALE = 2000
+
+
+class Prompt(Protocol):
+    """What validation needs of the prompt a verdict answers (a `judge.prompts.Prompt`;
+    prompts import the schema from this package, so this package names no prompt type)."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def hash(self) -> str: ...
 
 
 class VerdictInvalid(Exception):
