@@ -36,7 +36,8 @@ def post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[in
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        with exc:
+            return exc.code, json.loads(exc.read())
 
 
 async def raw_exchange(port: int, payload: bytes, responses: int) -> list[bytes]:
@@ -48,6 +49,7 @@ async def raw_exchange(port: int, payload: bytes, responses: int) -> list[bytes]
         length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
         out.append(head + await reader.readexactly(length))
     writer.close()
+    await writer.wait_closed()
     return out
 
 
@@ -148,6 +150,7 @@ def test_fault_replies_on_the_wire() -> None:
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(req, timeout=5)
         assert info.value.code == 429 and info.value.headers["retry-after"] == "3"
+        info.value.close()
         assert post(url, CHAT)[0] == 503
         content = [post(url, CHAT)[1]["choices"][0]["message"]["content"] for _ in range(3)]
         assert json.loads(content[0])["violated_key"] == "ghost"
@@ -221,6 +224,7 @@ async def test_shipped_fixture_points_openai_specs_at_the_server(fake_openai_env
     request = JudgeRequest(item_id="t#1:r", system="s",
                            messages=({"role": "user", "content": "seq 1"},), schema={})
     response = await provider.generate(request)
+    await provider.aclose()
     assert json.loads(response.text)["evidence_event"] == 1
     assert response.usage["total_tokens"] > 0 and response.raw["finish_reason"] == "stop"
     assert fake_openai_env.generation_count == 1
@@ -244,6 +248,8 @@ def test_standalone_command_serves_until_stopped() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 # -- the wire shape is the SDKs' own types ---------------------------------------------------
@@ -279,9 +285,10 @@ def test_every_answer_is_an_sdk_type_with_nothing_extra() -> None:
 
     tools = {"tools": [{"name": "v", "input_schema": {"type": "object"}}],
              "tool_choice": {"type": "tool", "name": "v"}}
-    with FakeProviderServer() as srv:
-        oa = openai.OpenAI(base_url=srv.openai_base_url, api_key="k", max_retries=0)
-        an = anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key="k", max_retries=0)
+    with FakeProviderServer() as srv, \
+            openai.OpenAI(base_url=srv.openai_base_url, api_key="k", max_retries=0) as oa, \
+            anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key="k",
+                                max_retries=0) as an:
         chat = oa.chat.completions.with_raw_response.create(**CHAT)  # type: ignore[call-overload]
         sdk_shape(ChatCompletion, chat.http_response.json())
         for extra in ({}, tools):
@@ -358,6 +365,7 @@ async def test_dropped_connection_sends_no_byte() -> None:
                      + str(len(body)).encode() + b"\r\n\r\n" + body)
         assert await asyncio.wait_for(reader.read(), 5) == b""
         writer.close()
+        await writer.wait_closed()
         assert srv.count("chat") == 1
 
 
