@@ -207,6 +207,7 @@ def test_process_mode_serves_and_reports_stats() -> None:
         for _ in range(3):
             assert post(srv.openai_base_url + "/chat/completions", CHAT)[0] == 200
         assert srv.count("chat") == 3 and srv.generation_count == 3
+        assert srv.counts == {"chat": 3}
         with pytest.raises(RuntimeError):
             srv.enqueue("x")
 
@@ -351,8 +352,7 @@ def test_live_and_batch_requests_share_one_reply_queue_and_count() -> None:
         assert [r.index for r in srv.requests] == [0, 1, 2]
         assert [r.api for r in srv.requests] == ["openai", "anthropic", "anthropic"]
         assert srv.requests[2].batch_id == batch["id"]
-        assert srv.stats()["counts"] == {"chat": 1, "messages": 1, "message_batches": 1,
-                                         "batch_lines": 1}
+        assert srv.counts == {"chat": 1, "messages": 1, "message_batches": 1, "batch_lines": 1}
         assert srv.stats()["queued"] == 0
 
 

@@ -178,10 +178,15 @@ class FakeProviderServer:
         return [r for r in self.requests if r.api in ("openai", "anthropic")
                 and (api is None or r.api == api)]
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Requests seen so far by endpoint (both modes; see `count`)."""
+        return {k: int(v) for k, v in self.stats()["counts"].items()}
+
     def count(self, endpoint: str) -> int:
         """Requests seen by endpoint: chat, messages, files, batches, message_batches,
         batch_lines."""
-        return int(self.stats()["counts"].get(endpoint, 0))
+        return self.counts.get(endpoint, 0)
 
     @property
     def generation_count(self) -> int:
