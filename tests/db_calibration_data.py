@@ -46,7 +46,8 @@ def label_for(item: Item, *, annotator: str = "asha", label: str | None = None,
     lab = label or human(item)
     return HumanLabel(item_id=item.item_id, label=lab,  # type: ignore[arg-type]
                       violated_key=fail_key(item) if lab == "fail" else None,
-                      evidence_event=item.seq, annotator=annotator, created_at=at or T0)
+                      evidence_event=item.seq if lab == "fail" else None, annotator=annotator,
+                      created_at=at or T0)
 
 
 def unit(item_id: str, salt: str) -> float:
@@ -62,7 +63,8 @@ def judge_answer(item: Item, flip_salt: str = "agree") -> dict[str, object]:
     truth = human(item)
     label = truth if agrees else ("pass" if truth == "fail" else "fail")
     return {"label": label, "violated_key": fail_key(item) if label == "fail" else None,
-            "evidence_event": item.seq, "confidence": round(conf, 4),
+            "evidence_event": item.seq if label == "fail" else None,
+            "confidence": round(conf, 4),
             "rationale": f"rule judge ({flip_salt})"}
 
 

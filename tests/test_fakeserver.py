@@ -53,7 +53,7 @@ async def raw_exchange(port: int, payload: bytes, responses: int) -> list[bytes]
     return out
 
 
-def test_default_verdict_cites_largest_seq_and_fills_schema() -> None:
+def test_default_verdict_is_a_pass_citing_nothing_and_fills_schema() -> None:
     body = dict(CHAT, response_format={"type": "json_schema", "json_schema": {
         "name": "v", "strict": True, "schema": {
             "type": "object", "additionalProperties": False,
@@ -65,10 +65,15 @@ def test_default_verdict_cites_largest_seq_and_fills_schema() -> None:
         status, data = post(srv.openai_base_url + "/chat/completions", body)
         assert status == 200 and data["object"] == "chat.completion"
         verdict = json.loads(data["choices"][0]["message"]["content"])
-        assert verdict["label"] == "pass" and verdict["evidence_event"] == 12
+        assert verdict["label"] == "pass" and verdict["evidence_event"] is None
         assert verdict["tags"] == [] and verdict["mode"] == "b"
         assert data["usage"]["total_tokens"] > 0
-        assert srv.requests[0].body == body and srv.count("chat") == 1
+        srv.enqueue(faults.verdict(label="fail", violated_key="k"))  # a chosen fail cites
+        status, data = post(srv.openai_base_url + "/chat/completions", body)  # the largest seq
+        chosen = json.loads(data["choices"][0]["message"]["content"])
+        assert (chosen["label"], chosen["violated_key"], chosen["evidence_event"]) == (
+            "fail", "k", 12)
+        assert srv.requests[0].body == body and srv.count("chat") == 2
 
 
 @pytest.mark.parametrize(("path", "body", "message"), [
@@ -226,7 +231,7 @@ async def test_shipped_fixture_points_openai_specs_at_the_server(fake_openai_env
                            messages=({"role": "user", "content": "seq 1"},), schema={})
     response = await provider.generate(request)
     await provider.aclose()
-    assert json.loads(response.text)["evidence_event"] == 1
+    assert json.loads(response.text)["label"] == "pass"
     assert response.usage["total_tokens"] > 0 and response.raw["finish_reason"] == "stop"
     assert fake_openai_env.generation_count == 1
 

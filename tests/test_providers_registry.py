@@ -61,7 +61,8 @@ async def test_scripted_default_and_file(tmp_path: Path) -> None:
                        schema={"required": ["label", "extra"],
                                "properties": {"extra": {"type": "integer"}}})
     verdict = json.loads((await provider.generate(req)).text)
-    assert verdict["label"] == "pass" and verdict["evidence_event"] == 4 and verdict["extra"] == 0
+    assert verdict["label"] == "pass" and verdict["evidence_event"] is None
+    assert verdict["extra"] == 0
 
     script = tmp_path / "r.jsonl"
     script.write_text('"raw text"\n\n{"label": "fail"}\n')
@@ -203,15 +204,17 @@ def test_a_broken_judge_module_is_not_reported_as_a_missing_package(
     assert err.value.name == "judge.providers.no_such_module"
 
 
-async def test_scripted_default_cites_the_target_seq_the_request_shows() -> None:
+async def test_scripted_default_is_a_valid_pass_for_a_rendered_request() -> None:
     from judge.items import extract_items
     from judge.ledger import load_scenario
     from judge.prompts import load_prompt, render
     from judge.trace import load_traces
+    from judge.verdicts import parse_verdict
 
     scenario = Path(__file__).resolve().parent.parent / "examples/scenarios/refund-once"
     trace = load_traces([scenario / "fail-second-refund.json"])[0]
     item = extract_items(load_scenario(scenario), trace)[0]
     request = render(load_prompt(item.rubric), item)
-    verdict = json.loads((await make_provider("scripted", _settings()).generate(request)).text)
-    assert request.view is not None and verdict["evidence_event"] == request.view.seq == item.seq
+    text = (await make_provider("scripted", _settings()).generate(request)).text
+    verdict = parse_verdict(text, item, load_prompt(item.rubric), "scripted")
+    assert (verdict.label, verdict.violated_key, verdict.evidence_event) == ("pass", None, None)

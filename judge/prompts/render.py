@@ -369,10 +369,10 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
 
 REASK_TEXT = (
     "Your previous reply was not a valid verdict: {error}\n"
-    "Reply again with only one JSON object that follows the schema: label, violated_key "
-    "(a key listed in the ledger block, required for fail, null for pass), evidence_event "
-    "(a seq of an event shown in the events block), confidence (a number from 0 to 1) "
-    "and rationale."
+    "Reply again with only one JSON object, each field once, that follows the schema: label, "
+    "violated_key (a key listed in the ledger block, required for fail, null for pass), "
+    "evidence_event (for fail, the seq of an event shown in the events block; null for "
+    "pass), confidence (a number from 0 to 1) and rationale."
 )
 
 

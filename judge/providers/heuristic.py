@@ -250,7 +250,8 @@ def judge_item(view: ItemView) -> dict[str, Any]:
     return it); ProviderFailure when the prompt hides a block the rules need."""
     item = Shown.of(view)
     finding = judge_summary(item) if item.kind == "summary" else judge_scope(item)
-    return {"label": finding.label, "violated_key": finding.key, "evidence_event": item.seq,
+    evidence = item.seq if finding.label == "fail" else None  # a pass cites no evidence
+    return {"label": finding.label, "violated_key": finding.key, "evidence_event": evidence,
             "confidence": finding.confidence,
             "rationale": f"[{DISPLAY_NAME}] {finding.rationale}"}
 

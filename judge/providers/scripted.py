@@ -40,9 +40,11 @@ def find_seq(text: str) -> int | None:
 
 def default_verdict(schema: dict[str, Any] | None = None, *, seq: int | None = None,
                     label: str = "pass", confidence: float = 0.9) -> dict[str, Any]:
-    """A verdict object that passes the usual checks for `label` pass with `seq` as evidence.
-    Fields the schema requires beyond the usual ones get a plain value of their type."""
-    verdict: dict[str, Any] = {"label": label, "violated_key": None, "evidence_event": seq,
+    """A verdict object that passes the usual checks for `label` pass (a pass cites no
+    evidence: `seq` is the evidence only of a verdict whose label is not pass). Fields the
+    schema requires beyond the usual ones get a plain value of their type."""
+    verdict: dict[str, Any] = {"label": label, "violated_key": None,
+                               "evidence_event": None if label == "pass" else seq,
                                "confidence": confidence,
                                "rationale": "fake judge: canned verdict"}
     props = (schema or {}).get("properties", {})
@@ -62,13 +64,8 @@ def request_text(request: JudgeRequest) -> str:
 
 
 def default_completion(request: JudgeRequest) -> str:
-    """The scripted provider's default answer: a pass citing the target seq, as the rendered
-    request shows it (its view), else the largest seq mentioned in its text (a slice ends at
-    its target, so the largest seq shown is the target)."""
-    seq = request.view.seq if request.view is not None else None
-    if seq is None:
-        seq = find_seq(request_text(request))
-    return json.dumps(default_verdict(request.schema, seq=seq))
+    """The scripted provider's default answer: a pass (which cites no evidence)."""
+    return json.dumps(default_verdict(request.schema))
 
 
 class ScriptedProvider(Provider):

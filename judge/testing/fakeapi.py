@@ -145,9 +145,12 @@ class FakeAPI:
         request with the reply's fields over it."""
         if reply.text is not None:
             return Answer(reply.text, None)
-        obj = default_verdict(fake.schema, seq=find_seq(fake.text))
+        obj = default_verdict(fake.schema)
         if reply.verdict:
             obj.update(reply.verdict)
+            if obj.get("label") != "pass" and "evidence_event" not in reply.verdict:
+                # a chosen fail cites the target: the largest seq the prompt shows
+                obj["evidence_event"] = find_seq(fake.text)
         return Answer(json.dumps(obj), obj)
 
     def _record(self, wire: Wire[Any], method: str, path: str, headers: dict[str, str],
