@@ -21,6 +21,7 @@ Markers are never matched again, so redaction is idempotent.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -71,14 +72,38 @@ class ItemRedactor:
     # --- text ---------------------------------------------------------------------------
 
     def texts(self, pieces: Sequence[str]) -> list[str]:
-        return [self.text(p) for p in pieces]
+        """Redact several pieces of one item at once (one scan over their joined text; a
+        span never crosses from one piece into the next)."""
+        if not pieces:
+            return []
+        joined = "\n".join(pieces)
+        spans = self._spans(joined)
+        if not spans:
+            return list(pieces)
+        out: list[str] = []
+        starts: list[int] = []
+        pos = 0
+        for p in pieces:
+            starts.append(pos)
+            pos += len(p) + 1
+        per_piece: list[list[Span]] = [[] for _ in pieces]
+        for sp in spans:
+            i = bisect_right(starts, sp.start) - 1
+            base = starts[i]
+            end = min(sp.end, base + len(pieces[i]))
+            if end > sp.start:
+                per_piece[i].append(Span(sp.start - base, end - base, sp.cls, sp.key))
+        for piece, found in zip(pieces, per_piece, strict=True):
+            out.append(self._finish(piece, found) if found else piece)
+        return out
 
     def text(self, s: str) -> str:
         if not s:
             return s
         spans = self._spans(s)
-        if not spans:
-            return s
+        return self._finish(s, spans) if spans else s
+
+    def _finish(self, s: str, spans: list[Span]) -> str:
         json_like = s.lstrip()[:1] in ("{", "[")
         if json_like:
             spans = _outside_keys(s, spans)
@@ -101,12 +126,12 @@ class ItemRedactor:
                 found.extend(Span(*whole_token(s, *m.span()), "secret")
                              for m in self._remembered_re.finditer(s))
         found.extend(find_cards(s))
-        found.extend(find_ssns(s))
+        found.extend(find_ssns(s, low))
         if cfg.pii:
             found.extend(find_emails(s))
             found.extend(find_phones(s))
         v = view(s)
-        found.extend(find_identity(v, v.text.lower() if v.index is not None else low,
+        found.extend(find_identity(s, v, v.text.lower() if v.pieces is not None else low,
                                    self._names, cfg.identity_re))
         if not found:
             return []

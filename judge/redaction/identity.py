@@ -147,9 +147,10 @@ def literals(names: tuple[str, ...]) -> Literals | None:
     return Literals(re.compile("|".join(alts), re.IGNORECASE), tuple(sorted(lowered)))
 
 
-def find_identity(v: View, low: str, names: Literals | None,
+def find_identity(text: str, v: View, low: str, names: Literals | None,
                   patterns: re.Pattern[str] | None) -> Iterable[Span]:
-    """Identity spans of the original text behind view `v`."""
+    """Identity spans of `text` (matched on its view `v`, whose lower case is `low`); word
+    edges are judged in the original, where a zero-width character separates words."""
     found: list[tuple[int, int]] = list(find_builtin(v))
     if names is not None:
         found.extend(names.spans(v, low))
@@ -160,8 +161,9 @@ def find_identity(v: View, low: str, names: Literals | None,
     for s, e in found:
         while e > s and t[e - 1] in " \t.-_":
             e -= 1
-        if e <= s or not at_word_edges(t, s, e):
+        if e <= s:
             continue
         a, b = v.original(s, e)
-        out.append(Span(a, b, "identity"))
+        if at_word_edges(text, a, b):
+            out.append(Span(a, b, "identity"))
     return out

@@ -9,7 +9,9 @@ keeps every character the redaction did not replace. ASCII text is its own view 
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass
 
 ZERO_WIDTH = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063"
@@ -26,42 +28,89 @@ CONFUSABLES = {
     "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
     "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
 }
-_SPECIAL = ZERO_WIDTH | HYPHENS | frozenset(CONFUSABLES)
 
 
 @dataclass(frozen=True, slots=True)
 class View:
     text: str
-    #: index in the original text of each view character (None: the view is the text)
-    index: tuple[int, ...] | None
+    #: (view start, original start, length, linear) pieces; None: the view is the text.
+    #: A linear piece maps character to character; a folded one (one original character
+    #: that became several, or stayed one) maps all its view characters to one original.
+    pieces: tuple[tuple[int, int, int, bool], ...] | None = None
+    starts: tuple[int, ...] = ()
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         """The original span that view characters [start, end) came from."""
-        if self.index is None:
+        if self.pieces is None:
             return start, end
-        return self.index[start], self.index[end - 1] + 1
+        return self._at(start), self._at(end - 1) + 1
+
+    def _at(self, v: int) -> int:
+        vs, os_, _, linear = self.pieces[bisect_right(self.starts, v) - 1]  # type: ignore[index]
+        return os_ + (v - vs) if linear else os_
+
+
+def _view_of(chars: list[str], pieces: list[tuple[int, int, int, bool]]) -> View:
+    return View("".join(chars), tuple(pieces), tuple(p[0] for p in pieces))
+
+
+_ONE_TO_ONE = {**{h: "-" for h in HYPHENS}, **CONFUSABLES}
+_ONE_TO_ONE_RE = re.compile("[" + "".join(sorted(_ONE_TO_ONE)) + "]")
+_SPECIAL = re.compile("[" + "".join(sorted(ZERO_WIDTH | HYPHENS | frozenset(CONFUSABLES)))
+                      + "]")
+_ZW_RUN = re.compile("[" + "".join(sorted(ZERO_WIDTH)) + "]+")
 
 
 def view(text: str) -> View:
     if text.isascii():
         return View(text, None)
-    if unicodedata.is_normalized("NFKC", text) and _SPECIAL.isdisjoint(text):
-        return View(text, None)
+    if unicodedata.is_normalized("NFKC", text):
+        if _SPECIAL.search(text) is None:
+            return View(text, None)
+        # hyphens and look-alikes map one character to one: positions do not move
+        folded = _ONE_TO_ONE_RE.sub(lambda m: _ONE_TO_ONE[m.group()], text)
+        if ZERO_WIDTH.isdisjoint(text):
+            return View(folded, None)
+        kept: list[str] = []
+        pieces: list[tuple[int, int, int, bool]] = []
+        pos = vpos = 0
+        for m in _ZW_RUN.finditer(folded):
+            if m.start() > pos:
+                pieces.append((vpos, pos, m.start() - pos, True))
+                kept.append(folded[pos:m.start()])
+                vpos += m.start() - pos
+            pos = m.end()
+        pieces.append((vpos, pos, len(folded) - pos, True))
+        kept.append(folded[pos:])
+        return _view_of(kept, pieces)
+    return _slow_view(text)
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+
+
+def _slow_view(text: str) -> View:
+    """For text that NFKC changes (`…`, full-width letters, ligatures): ASCII stretches are
+    copied whole, each non-ASCII character is folded on its own."""
     chars: list[str] = []
-    index: list[int] = []
-    for i, ch in enumerate(text):
-        if ch.isascii():
-            chars.append(ch)
-            index.append(i)
-            continue
-        if ch in ZERO_WIDTH:
-            continue
-        if ch in HYPHENS:
-            folded = "-"
-        else:
-            folded = unicodedata.normalize("NFKC", ch)
-            folded = "".join(CONFUSABLES.get(c, c) for c in folded)
-        for c in folded:
-            chars.append(c)
-            index.append(i)
-    return View("".join(chars), tuple(index))
+    pieces: list[tuple[int, int, int, bool]] = []
+    pos = vpos = 0
+    for m in _NON_ASCII_RUN.finditer(text):
+        if m.start() > pos:
+            chars.append(text[pos:m.start()])
+            pieces.append((vpos, pos, m.start() - pos, True))
+            vpos += m.start() - pos
+        for i in range(m.start(), m.end()):
+            ch = text[i]
+            if ch in ZERO_WIDTH:
+                continue
+            folded = "-" if ch in HYPHENS else "".join(
+                CONFUSABLES.get(c, c) for c in unicodedata.normalize("NFKC", ch))
+            if folded:
+                chars.append(folded)
+                pieces.append((vpos, i, len(folded), False))
+                vpos += len(folded)
+        pos = m.end()
+    chars.append(text[pos:])
+    pieces.append((vpos, pos, len(text) - pos, True))
+    return _view_of(chars, pieces)

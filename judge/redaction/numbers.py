@@ -17,7 +17,7 @@ import re
 from judge.redaction.rx import compile_re2
 from judge.redaction.spans import Span
 
-_DIGIT_RUN_RE = compile_re2(r"\d+(?:[ -]\d+)*")
+_DIGIT_RUN_RE = compile_re2(r"(?:\d[ -]?){12,}\d")
 _SSN_RE = compile_re2(r"\d{3}([- ])\d{2}[- ]\d{4}")
 _SSN_LABELLED = re.compile(r"(?i)(?:\bssn|social[ _-]?security(?:[ _-]?(?:number|no))?)"
                            r"\W{0,12}(\d{9})(?!\d)")
@@ -82,8 +82,6 @@ def find_cards(text: str) -> list[Span]:
     out: list[Span] = []
     for m in _DIGIT_RUN_RE.finditer(text):
         run_start, run_end = m.span()
-        if run_end - run_start < 13:
-            continue
         groups = [(g.start() + run_start, g.end() + run_start)
                   for g in _DIGITS.finditer(m.group())]
         i = 0
@@ -129,7 +127,7 @@ def ssn_ok(area: str, group: str, serial: str) -> bool:
     return a != 0 and a != 666 and a < 900 and group != "00" and serial != "0000"
 
 
-def find_ssns(text: str) -> list[Span]:
+def find_ssns(text: str, low: str | None = None) -> list[Span]:
     out: list[Span] = []
     for m in _SSN_RE.finditer(text):
         s, e = m.span()
@@ -138,7 +136,8 @@ def find_ssns(text: str) -> list[Span]:
             continue
         if ssn_ok(raw[:3], raw[4:6], raw[7:]):
             out.append(Span(s, e, "ssn"))
-    if "ssn" in text.lower() or "security" in text.lower():
+    low = text.lower() if low is None else low
+    if "ssn" in low or "social" in low:
         for m in _SSN_LABELLED.finditer(text):
             d = m.group(1)
             s, e = m.span(1)

@@ -2,16 +2,18 @@
 
 Emails: a practical address pattern (local part, `@`, a dotted domain with a letter TLD),
 only where the text has an `@`. Phones: a cheap pattern finds digit runs shaped like a
-number (a `+` country code, or separators between groups: `(415) 555-2671`, `415.555.2671`,
-`+44 20 7946 0958`), then libphonenumber (the `phonenumberslite` port) must accept it as a
-valid number — as an international number, or as a US one. Bare digit runs without `+` or
-separators are not phones: they are far more often ids, amounts or order numbers.
+number — international with `+` (`+44 20 7946 0958`, `+14155552671`) or North American
+with separators (`(415) 555-2671`, `415.555.2671`, `1-415-555-2671`) — then libphonenumber
+(the `phonenumberslite` port) must accept it as a valid number. Bare digit runs, national
+formats of other countries, dates and times are not phones: without a `+` or the North
+American grouping they are far more often ids, amounts or order numbers.
 The pseudonym key is the lower-cased address and the number's E.164 form, so `+1 415 555
 2671` and `(415) 555-2671` are the same `[phone-N]`.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import phonenumbers
@@ -23,8 +25,9 @@ _EMAIL_RE = compile_re2(
     r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}")
 _PHONE_RE = compile_re2(
-    r"(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}"
-    r"|\+\d{7,15}")
+    r"\+\d[\d .()\-]{5,20}\d"
+    r"|(?:1[ .\-])?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}")
+_DATE_RE = re.compile(r"(?:19|20)\d\d[-./ ]\d\d?[-./ ]\d\d?|\d\d?[-./]\d\d?[-./](?:19|20)\d\d")
 DEFAULT_REGION = "US"
 
 
@@ -54,6 +57,8 @@ def find_phones(text: str) -> list[Span]:
             continue
         if s > 0 and text[s - 1] == "(" and raw[0].isdigit():
             continue
+        if e < len(text) and text[e] == ":":
+            continue  # a time, not a number
         key = _e164(raw)
         if key is not None:
             out.append(Span(s, e, "phone", key))
@@ -67,7 +72,7 @@ def _e164(raw: str) -> str | None:
         return None
     if not raw.startswith("+") and not any(c in raw for c in " .-()"):
         return None
-    if _looks_like_date_or_version(raw):
+    if _DATE_RE.search(raw):
         return None
     try:
         num = phonenumbers.parse(raw, None if raw.startswith("+") else DEFAULT_REGION)
@@ -76,11 +81,3 @@ def _e164(raw: str) -> str | None:
     if not phonenumbers.is_valid_number(num):
         return None
     return phonenumbers.format_number(num, phonenumbers.PhoneNumberFormat.E164)
-
-
-def _looks_like_date_or_version(raw: str) -> bool:
-    parts = [p for p in raw.replace("(", " ").replace(")", " ").replace(".", " ")
-             .replace("-", " ").split() if p]
-    if len(parts) == 3 and len(parts[0]) == 4 and parts[0][:2] in ("19", "20"):
-        return True  # 2024-05-20, 2024.05.20
-    return "." in raw and all(len(p) <= 2 for p in parts)
