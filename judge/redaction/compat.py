@@ -9,7 +9,7 @@ and new: `counts`), `IDENTITY_MARK`, `SECRET_MARK`, `escape_fences`, `may_hold_s
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -57,14 +57,16 @@ class Scrubber:
 
     Two phases, as render.py calls it: `value()` on every structured value (secret-named
     fields replaced, their values remembered), then `texts()` on every rendered piece
-    (everything else, JSON keys left intact). `counts` tells how many values of each class
-    were replaced in this item.
+    (everything else, JSON keys left intact). `names` (the item's tool names and ledger
+    keys) are never rewritten. `counts` tells how many values of each class were replaced
+    in this item.
     """
 
-    def __init__(self, redaction: Redaction | None, candidate: Any) -> None:
+    def __init__(self, redaction: Redaction | None, candidate: Any,
+                 names: Iterable[str] = ()) -> None:
         r = redaction or _DEFAULT
         self.secrets = r.secrets
-        self._item = ItemRedactor(r.config, candidate)
+        self._item = ItemRedactor(r.config, candidate, keep=names)
 
     def value(self, v: Any) -> Any:
         """`v` with secret-named fields replaced (the same object when nothing changed)."""

@@ -5,13 +5,19 @@ so the item reads consistently: the values of secret-named fields (scrubbed wher
 appear again), and the pseudonym of every email and phone number (`[email-1]` is the same
 address in every block). It counts replacements per class (`counts`), never values.
 
+Names passed as `keep` (an item's tool names and ledger keys) are never rewritten where
+they stand as whole tokens: a tool called `gpt_lookup` or a ledger key `orderPaidCents`
+reads the same to the judge. (A secret or identity *inside* a kept name therefore stays;
+names come from the scenario and the trace's tool list, not from free text.)
+
 Two entry points:
 - `text(s)`: a rendered piece. When `s` is JSON text (an object or array), a span inside a
   key is dropped — keys are names, never rewritten — and a redacted bare number becomes a
   quoted marker, so the JSON stays JSON.
-- `value(v)`: a structured value. Keys are never changed; a secret-named field's value is
-  replaced whole (and its strings remembered); every string leaf goes through `text`; a
-  number leaf is replaced (by a marker string) only when it is a card number or an SSN.
+- `value(v)`: a structured value. Keys are never changed; under a secret-named field every
+  string and number leaf becomes the marker (strings remembered, nested keys kept); every
+  other string leaf goes through `text`; a number leaf is replaced (by a marker string)
+  only when it is a card number or an SSN.
 
 Nothing is cut inside a word, key, tool name or number: identity matches must sit at word
 edges, secrets found inside a token take the whole token, numbers must stand alone.
@@ -42,7 +48,7 @@ from judge.redaction.normalize import view
 from judge.redaction.numbers import find_cards, find_ssns
 from judge.redaction.pii import find_emails, find_phones
 from judge.redaction.secrets import find_secrets, is_placeholder
-from judge.redaction.spans import Span, resolve, whole_token
+from judge.redaction.spans import Span, at_word_edges, resolve, whole_token
 
 #: a remembered secret value shorter than this is not searched for elsewhere
 MIN_REMEMBERED_CHARS = 4
@@ -53,8 +59,12 @@ _MAX_DEPTH = 200
 class ItemRedactor:
     """Redacts one item's texts and values; see the module docstring."""
 
-    def __init__(self, config: RedactionConfig | None = None, candidate: Any = None) -> None:
+    def __init__(self, config: RedactionConfig | None = None, candidate: Any = None,
+                 keep: Iterable[str] = ()) -> None:
         self.config = config or RedactionConfig()
+        #: names never rewritten where they stand as whole tokens (tool names, ledger keys)
+        self._keep = tuple(sorted({k for k in keep if isinstance(k, str) and k}, key=len,
+                                  reverse=True))
         names = candidate_strings(candidate) + tuple(
             n.strip() for n in self.config.identity_names if n.strip())
         self._names: Literals | None = literals(tuple(sorted(set(names))))
@@ -104,10 +114,10 @@ class ItemRedactor:
         return self._finish(s, spans) if spans else s
 
     def _finish(self, s: str, spans: list[Span]) -> str:
-        json_like = s.lstrip()[:1] in ("{", "[")
-        if json_like:
-            spans = _outside_keys(s, spans)
-        return self._apply(s, spans, json_like)
+        bare: set[int] = set()
+        if s.lstrip()[:1] in ("{", "["):  # JSON text: keys stay, bare values get quoted
+            spans, bare = _json_aware(s, spans)
+        return self._apply(s, spans, bare)
 
     def _spans(self, s: str) -> list[Span]:
         cfg = self.config
@@ -140,19 +150,18 @@ class ItemRedactor:
     def _protected(self, s: str) -> list[tuple[int, int]]:
         out = [m.span() for m in MARK_RE.finditer(s)] if "[" in s else []
         for value in self.config.allowed:
-            i = s.find(value)
-            while i >= 0:
-                out.append((i, i + len(value)))
-                i = s.find(value, i + 1)
+            out.extend(_occurrences(s, value, whole=False))
+        for name in self._keep:
+            out.extend(_occurrences(s, name, whole=True))
         return out
 
-    def _apply(self, s: str, spans: Iterable[Span], json_like: bool) -> str:
+    def _apply(self, s: str, spans: Iterable[Span], bare: set[int]) -> str:
         parts: list[str] = []
         pos = 0
         for sp in spans:
             parts.append(s[pos:sp.start])
             mark = self._mark(sp)
-            if json_like and _bare_json_number(s, sp.start, sp.end):
+            if sp.start in bare:
                 mark = f'"{mark}"'
             parts.append(mark)
             self._counts[sp.cls] += 1
@@ -197,12 +206,8 @@ class ItemRedactor:
         if isinstance(v, dict):
             out: dict[Any, Any] | None = None
             for k, x in v.items():
-                if is_secret_field(str(k)) and _has_string(x, 0):
-                    self._remember_all(x, 0)
-                    self._counts["secret"] += 1
-                    y: Any = SECRET_MARK
-                else:
-                    y = self._fields(x, depth + 1)
+                y = self._secret(x, depth + 1) if is_secret_field(str(k)) else self._fields(
+                    x, depth + 1)
                 if y is not x and out is None:
                     out = dict(v)
                 if out is not None:
@@ -210,6 +215,29 @@ class ItemRedactor:
             return v if out is None else out
         if isinstance(v, list):
             items = [self._fields(x, depth + 1) for x in v]
+            return v if all(a is b for a, b in zip(items, v, strict=True)) else items
+        return v
+
+    def _secret(self, v: Any, depth: int) -> Any:
+        """The value of a secret-named field: every string and number leaf becomes the
+        marker (strings remembered); keys, booleans and nulls stay."""
+        if depth > _MAX_DEPTH:
+            return v
+        if isinstance(v, str):
+            if not v.strip() or is_placeholder(v) or MARK_RE.fullmatch(v):
+                return v
+            self.remember(v)
+            self._counts["secret"] += 1
+            return SECRET_MARK
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            self.remember(str(v))
+            self._counts["secret"] += 1
+            return SECRET_MARK
+        if isinstance(v, dict):
+            new = {k: self._secret(x, depth + 1) for k, x in v.items()}
+            return v if all(new[k] is v[k] for k in v) else new
+        if isinstance(v, list):
+            items = [self._secret(x, depth + 1) for x in v]
             return v if all(a is b for a, b in zip(items, v, strict=True)) else items
         return v
 
@@ -237,29 +265,17 @@ class ItemRedactor:
             return v if all(a is b for a, b in zip(items, v, strict=True)) else items
         return v
 
-    def _remember_all(self, v: Any, depth: int) -> None:
-        if depth > _MAX_DEPTH:
-            return
-        if isinstance(v, str):
-            self.remember(v)
-        elif isinstance(v, dict):
-            for x in v.values():
-                self._remember_all(x, depth + 1)
-        elif isinstance(v, list | tuple):
-            for x in v:
-                self._remember_all(x, depth + 1)
 
-
-def _has_string(v: Any, depth: int) -> bool:
-    if isinstance(v, str):
-        return bool(v) and not is_placeholder(v) and not MARK_RE.fullmatch(v)
-    if depth > _MAX_DEPTH:
-        return False
-    if isinstance(v, dict):
-        return any(_has_string(x, depth + 1) for x in v.values())
-    if isinstance(v, list | tuple):
-        return any(_has_string(x, depth + 1) for x in v)
-    return False
+def _occurrences(s: str, value: str, *, whole: bool) -> list[tuple[int, int]]:
+    """Where `value` occurs in `s` (only as a whole token when `whole`)."""
+    out: list[tuple[int, int]] = []
+    i = s.find(value)
+    while i >= 0:
+        j = i + len(value)
+        if not whole or at_word_edges(s, i, j):
+            out.append((i, j))
+        i = s.find(value, i + 1)
+    return out
 
 
 def _json_escaped(v: str) -> str:
@@ -268,22 +284,14 @@ def _json_escaped(v: str) -> str:
     return json.dumps(v, ensure_ascii=False)[1:-1]
 
 
-def _outside_keys(s: str, spans: list[Span]) -> list[Span]:
-    """Spans of JSON text that do not touch an object key."""
-    keys: list[tuple[int, int]] = []
-    for m in _JSON_STRING.finditer(s):
-        j = m.end()
-        while j < len(s) and s[j] in " \t\r\n":
-            j += 1
-        if j < len(s) and s[j] == ":":
-            keys.append(m.span())
-    if not keys:
-        return spans
-    return [sp for sp in spans if not any(a < sp.end and sp.start < b for a, b in keys)]
-
-
-def _bare_json_number(s: str, start: int, end: int) -> bool:
-    """The span is a whole number token of JSON text (not inside a string)."""
-    before = s[:start].rstrip()[-1:]
-    after = s[end:].lstrip()[:1]
-    return before in (":", ",", "[") and after in (",", "}", "]") and s[start:end].isdigit()
+def _json_aware(s: str, spans: list[Span]) -> tuple[list[Span], set[int]]:
+    """Of spans over JSON text: those that touch no object key, and the starts of those
+    that replace a whole bare value (a number: its marker must be quoted)."""
+    strings = [m.span() for m in _JSON_STRING.finditer(s)]
+    keys = [(a, b) for a, b in strings if s[b:b + 40].lstrip()[:1] == ":"]
+    kept = [sp for sp in spans if not any(a < sp.end and sp.start < b for a, b in keys)]
+    bare = {sp.start for sp in kept
+            if not any(a < sp.start and sp.end < b for a, b in strings)
+            and s[:sp.start].rstrip()[-1:] in (":", ",", "[")
+            and s[sp.end:].lstrip()[:1] in (",", "}", "]")}
+    return kept, bare

@@ -21,7 +21,8 @@ SECRET_NAMES = frozenset({
 SECRET_SUFFIXES = ("password", "passwd", "passphrase", "passcode", "secret", "token",
                    "apikey", "privatekey", "secretkey", "accesskey", "signingkey",
                    "encryptionkey", "masterkey", "licensekey", "credential", "credentials",
-                   "sessionid", "sessionkey", "connectionstring", "webhookurl", "pwd")
+                   "sessionid", "sessionkey", "connectionstring", "webhookurl", "pwd",
+                   "secretkeybase")
 #: names that end like a secret but are not one
 NOT_SECRET = frozenset({"bypass", "compass", "encompass", "trespass", "surpass", "overpass",
                         "underpass", "tokentype", "secretname", "passwordhint",

@@ -48,8 +48,8 @@ _TAIL = rf"(?:[-_. ]?(?:{_VER}|{_TIER})\b)*"
 _ALWAYS = (r"chat[-_ ]?gpt|gpt|open[-_ ]?ai|anthropic|claude|gemini|gemma|deep[-_ ]?mind|"
            r"qwen|qwq|deep[-_ ]?seek|mixtral|codestral|pixtral|ministral|devstral|magistral|"
            r"nemotron|chat[-_ ]?glm|code[-_ ]?llama")
-_VERSIONED = (r"(?:llama|phi|grok|ernie|kimi|glm|falcon|mistral|command)[-_ ]?(?:\d|k\d|r\b|"
-              r"r\+|a\b|large|medium|small|nemo|instruct|tiny|saba)")
+_VERSIONED = (rf"(?:llama|phi|grok|ernie|kimi|glm|falcon|mistral|command)[-_ ]?(?:(?:{_VER})\b|"
+              r"k\d+\b|r\+|r\b|a\b|(?:large|medium|small|nemo|instruct|tiny|saba)\b)")
 _CASED = r"Llama|LLaMA|LLAMA|Mistral|MISTRAL|Grok|GROK|Bard|PaLM|xAI|Cohere|ERNIE"
 FAMILY_RE = compile_re2(
     rf"(?i:(?:{_ALWAYS}|{_VERSIONED}))(?i:{_TAIL})(?:\+)?"
@@ -157,10 +157,7 @@ def find_identity(text: str, v: View, low: str, names: Literals | None,
     if patterns is not None:
         found.extend(m.span() for m in patterns.finditer(v.text) if m.end() > m.start())
     out: list[Span] = []
-    t = v.text
     for s, e in found:
-        while e > s and t[e - 1] in " \t.-_":
-            e -= 1
         if e <= s:
             continue
         a, b = v.original(s, e)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from judge.redaction.rx import compile_re2
-from judge.redaction.spans import Span
+from judge.redaction.spans import Span, escape_ends_at
 
 _DIGIT_RUN_RE = compile_re2(r"(?:\d[ -]?){12,}\d")
 _SSN_RE = compile_re2(r"\d{3}([- ])\d{2}[- ]\d{4}")
@@ -59,7 +59,7 @@ def card_network(digits: str) -> bool:
 
 def _left_ok(text: str, start: int) -> bool:
     """Not the tail of a longer number, word, decimal or id (`x-1234…`, `5.1234…`)."""
-    if start == 0:
+    if start == 0 or escape_ends_at(text, start):
         return True
     c = text[start - 1]
     return not (c.isalnum() or c == "_" or (c in ".,-" and start > 1 and text[start - 2].isalnum()))

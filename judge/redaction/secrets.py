@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 from judge.redaction.fields import is_secret_field
 from judge.redaction.rx import compile_re2
-from judge.redaction.spans import Span, whole_token
+from judge.redaction.spans import Span, escape_ends_at, whole_token, word_before
 
 _KEY_FORMATS = [
     r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",
@@ -51,23 +51,25 @@ KEY_FORMAT_RE = compile_re2("|".join(f"(?:{p})" for p in _KEY_FORMATS))
 PEM_RE = compile_re2(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
                      r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)")
 _NAME = (r"[A-Za-z0-9_.\-]*(?:passw(?:or)?d|pwd|pass|passphrase|passcode|secret|token|"
-         r"api[_.\-]?key|(?:access|private|secret|signing|encryption|master|license)[_.\-]?key|"
+         r"api[_. \-]?key|(?:access|private|secret|signing|encryption|master|license)[_. \-]?key|"
+         r"key[_.\-]?base|"
          r"credentials?|auth|authorization|cookie|session[_.\-]?(?:id|key)|"
          r"connection[_.\-]?string|dsn|webhook[_.\-]?url|pin|otp|cvv|cvc|ssn)")
 _VALUE = (r"\\\"([^\"\\\n]+)\\\"|\"((?:[^\"\\\n]|\\.)+)\"|'([^'\n]+)'|"
-          r"([^\s\"'`,;&}{\]\[)(<>\\]+)")
+          r"([^\s\"'`,;}{\]\[)(<>\\]+)")
 NAMED_RE = compile_re2(r"(?i)(" + _NAME + r")\\?[\"']?[ \t]*(?:=>|:=|::|[:=])[ \t]*(?:"
                        + _VALUE + ")")
 HEADER_RE = compile_re2(r"(?i)(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
                         r"(?:(?:bearer|basic|token|digest|bot|apikey|api-key|sso-key|key|"
                         r"negotiate|hmac|gitlab|splunk)[ \t]+)?([^\s\"'\\,;]{4,})")
 BEARER_RE = compile_re2(r"(?i)bearer[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)")
-URL_CRED_RE = compile_re2(r"[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s/@:\"'<>]+:"
+URL_CRED_RE = compile_re2(r"[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s/@:\"'<>]*:"
                           r"([^\s/@\"'<>]+)@")
 PHRASE_RE = compile_re2(
     r"(?i)(?:password|passphrase|passcode|passwd|pwd|\bpin|pin code|api key|secret key|"
-    r"access key|secret|token)[ \t]+(?:is|was|would be|will be|is set to|set to|"
-    r"changed to|reset to)[ \t:]+[\"'`]?([^\s\"'`]{3,})")
+    r"access key|secret|token)[ \t]+(?:is set to|was set to|is now|was changed to|"
+    r"has been changed to|changed to|was reset to|reset to|is|was|would be|will be)"
+    r"[ \t:]+[\"'`]?([^\s\"'`]{3,})")
 OPAQUE_RE = compile_re2(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
 
 _NAME_HINTS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "cookie",
@@ -103,7 +105,7 @@ def is_placeholder(value: str) -> bool:
 
 
 def _starts_token(text: str, start: int) -> bool:
-    return start == 0 or not text[start - 1].isalnum()
+    return start == 0 or not text[start - 1].isalnum() or escape_ends_at(text, start)
 
 
 def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
@@ -140,7 +142,7 @@ def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
 def _named(text: str) -> Iterator[tuple[Span, str | None]]:
     for m in NAMED_RE.finditer(text):
         name_start = m.start(1)
-        if name_start > 0 and (text[name_start - 1].isalnum() or text[name_start - 1] == "_"):
+        if word_before(text, name_start):
             continue
         if not is_secret_field(m.group(1)):
             continue
@@ -162,7 +164,7 @@ def _value(text: str, start: int, end: int) -> Iterator[tuple[Span, str | None]]
 
 
 def _is_opaque(text: str, s: int, e: int) -> bool:
-    if s > 0 and (text[s - 1].isalnum() or text[s - 1] in "_-"):
+    if s > 0 and (word_before(text, s) or text[s - 1] == "-"):
         return False
     if e < len(text) and (text[e].isalnum() or text[e] in "_-"):
         return False

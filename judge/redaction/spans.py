@@ -32,9 +32,35 @@ def is_word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def escape_ends_at(text: str, i: int) -> bool:
+    """An escape sequence (`\\n`, `\\t`, `\\r`, `\\b`, `\\f`, `\\uXXXX`, as JSON text writes
+    them) ends just before `i`: its last character is no part of the word after it."""
+    if i >= 2 and text[i - 1] in "nrtbf" and text[i - 2] == "\\":
+        return _unescaped(text, i - 2)
+    if i >= 6 and text[i - 6] == "\\" and text[i - 5] == "u" and _HEX.issuperset(text[i - 4:i]):
+        return _unescaped(text, i - 6)
+    return False
+
+
+def _unescaped(text: str, backslash: int) -> bool:
+    """The backslash at `backslash` starts an escape (it is not itself escaped)."""
+    j = backslash
+    while j > 0 and text[j - 1] == "\\":
+        j -= 1
+    return (backslash - j) % 2 == 0
+
+
+def word_before(text: str, i: int) -> bool:
+    """A word character stands just before `i` (escape sequences do not count)."""
+    return i > 0 and is_word_char(text[i - 1]) and not escape_ends_at(text, i)
+
+
 def at_word_edges(text: str, start: int, end: int) -> bool:
     """True when [start, end) neither starts nor ends inside a word."""
-    if start > 0 and is_word_char(text[start - 1]) and is_word_char(text[start]):
+    if word_before(text, start) and is_word_char(text[start]):
         return False
     return not (end < len(text) and is_word_char(text[end]) and is_word_char(text[end - 1]))
 
@@ -43,7 +69,7 @@ def whole_token(text: str, start: int, end: int) -> tuple[int, int]:
     """[start, end) grown to the credential-like run of characters around it, so replacing
     it never leaves part of a token behind (nor a dangling backslash of an escape)."""
     found_end = end
-    while start > 0 and text[start - 1] in _TOKEN_CHARS:
+    while start > 0 and text[start - 1] in _TOKEN_CHARS and not escape_ends_at(text, start):
         start -= 1
     n = len(text)
     while end < n and text[end] in _TOKEN_CHARS:
