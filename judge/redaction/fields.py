@@ -44,11 +44,17 @@ FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "auth", "cookie", "crede
                "otp", "session", "dsn", "ssn", "cvv", "cvc", "card", "connectionstring",
                "webhookurl")
 _NON_ALNUM_ANY = re.compile(r"[^0-9a-z]+")
+_JSON_KEY = re.compile(r'"([^"\\]*)"\s*:')
 
 
 def may_hold_secret_fields(serialized: str) -> bool:
-    """False only when the JSON text of a value cannot contain a secret-named field."""
+    """False only when the JSON text of a value cannot contain a secret-named field: no
+    hint of one at all, or every object key in it is an ordinary name."""
     if "\\" in serialized:
         return True  # escapes could hide a name's characters; walk to be sure
-    flat = _NON_ALNUM_ANY.sub("", serialized.lower())
-    return any(h in flat for h in FIELD_HINTS)
+    low = serialized.lower()
+    if not any(h in low for h in FIELD_HINTS):
+        flat = _NON_ALNUM_ANY.sub("", low)
+        if not any(h in flat for h in FIELD_HINTS):
+            return False
+    return any(is_secret_field(k) for k in set(_JSON_KEY.findall(serialized)))
