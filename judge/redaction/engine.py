@@ -26,10 +26,12 @@ Markers are never matched again, so redaction is idempotent.
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from judge.redaction.config import RedactionConfig
@@ -50,9 +52,26 @@ from judge.redaction.pii import find_emails, find_phones
 from judge.redaction.secrets import find_secrets, is_placeholder
 from judge.redaction.spans import Span, at_word_edges, resolve, whole_token
 
+_DEFAULT = RedactionConfig()
+
+
+def _canonical(candidate: Any) -> str:
+    try:
+        return json.dumps(candidate, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(str(candidate))
+
+
+@lru_cache(maxsize=256)
+def _names(candidate_json: str, extra: tuple[str, ...]) -> Literals | None:
+    """The literal names to redact for one candidate record (cached: a run has few)."""
+    names = candidate_strings(json.loads(candidate_json)) + tuple(
+        n.strip() for n in extra if n.strip())
+    return literals(tuple(sorted(set(names))))
+
+
 #: a remembered secret value shorter than this is not searched for elsewhere
 MIN_REMEMBERED_CHARS = 4
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _MAX_DEPTH = 200
 
 
@@ -61,13 +80,12 @@ class ItemRedactor:
 
     def __init__(self, config: RedactionConfig | None = None, candidate: Any = None,
                  keep: Iterable[str] = ()) -> None:
-        self.config = config or RedactionConfig()
+        self.config = config or _DEFAULT
         #: names never rewritten where they stand as whole tokens (tool names, ledger keys)
         self._keep = tuple(sorted({k for k in keep if isinstance(k, str) and k}, key=len,
                                   reverse=True))
-        names = candidate_strings(candidate) + tuple(
-            n.strip() for n in self.config.identity_names if n.strip())
-        self._names: Literals | None = literals(tuple(sorted(set(names))))
+        self._names: Literals | None = _names(_canonical(candidate),
+                                              tuple(self.config.identity_names))
         self._remembered: set[str] = set()
         self._remembered_re: re.Pattern[str] | None = None
         self._emails: dict[str, int] = {}
@@ -279,19 +297,46 @@ def _occurrences(s: str, value: str, *, whole: bool) -> list[tuple[int, int]]:
 
 
 def _json_escaped(v: str) -> str:
-    import json
-
     return json.dumps(v, ensure_ascii=False)[1:-1]
 
 
 def _json_aware(s: str, spans: list[Span]) -> tuple[list[Span], set[int]]:
     """Of spans over JSON text: those that touch no object key, and the starts of those
-    that replace a whole bare value (a number: its marker must be quoted)."""
-    strings = [m.span() for m in _JSON_STRING.finditer(s)]
-    keys = [(a, b) for a, b in strings if s[b:b + 40].lstrip()[:1] == ":"]
-    kept = [sp for sp in spans if not any(a < sp.end and sp.start < b for a, b in keys)]
-    bare = {sp.start for sp in kept
-            if not any(a < sp.start and sp.end < b for a, b in strings)
-            and s[:sp.start].rstrip()[-1:] in (":", ",", "[")
-            and s[sp.end:].lstrip()[:1] in (",", "}", "]")}
+    that replace a bare value (a number: its marker must be quoted).
+
+    A span is inside a string when an odd number of unescaped quotes precede it; such a
+    string is a key when its closing quote is followed by `:`. A span that holds an
+    unescaped quote runs from one string into another and is dropped."""
+    kept: list[Span] = []
+    bare: set[int] = set()
+    for sp in spans:
+        close = _closing_quote(s, sp.start)
+        if close is not None and close < sp.end:
+            continue
+        if _quotes_before(s, sp.start) % 2 == 0:
+            kept.append(sp)
+            bare.add(sp.start)
+        elif close is None or s[close + 1:close + 40].lstrip()[:1] != ":":
+            kept.append(sp)
     return kept, bare
+
+
+def _quotes_before(s: str, i: int) -> int:
+    """Unescaped `"` in s[:i] (a backslash run before a quote escapes it when odd)."""
+    n = s.count('"', 0, i)
+    if n and "\\" in s:
+        n -= s.count('\\"', 0, i) - s.count('\\\\"', 0, i) + s.count('\\\\\\"', 0, i)
+    return n
+
+
+def _closing_quote(s: str, i: int) -> int | None:
+    """The index of the first unescaped `"` at or after `i`."""
+    j = s.find('"', i)
+    while j >= 0:
+        k = j
+        while k > 0 and s[k - 1] == "\\":
+            k -= 1
+        if (j - k) % 2 == 0:
+            return j
+        j = s.find('"', j + 1)
+    return None

@@ -13,9 +13,11 @@ where an Aho–Corasick automaton, pyahocorasick, took 0.15 ms).
 
 Left out: `generic-api-key` and `hashicorp-tf-password` (this package's secret-named-field
 rule covers them without treating every `"key": …` as a credential), `jwt` (own rule),
-`pkcs12-file` (a file-path rule). Rules whose keywords are 1–2 characters (`sk`, `s.`,
-`q~`) are gated by those characters in the case their regex needs (`SK`, `s.`, `Q~`):
-lower-cased, they are in almost every text.
+`pkcs12-file` (a file-path rule). Keywords of 1–2 characters are too common to
+gate on when lower-cased: a rule that has only such keywords (`sk`, `q~`) is gated by them
+in the case its regex needs (`SK`, `Q~`); a rule that also has a longer one is gated by
+that alone (vault's `hvs.`: its legacy `s.` tokens are caught only in a text that also
+holds `hvs.`).
 Each match is kept only if its secret group (the rule's `secretGroup`, else the first
 non-empty group, else the match) reaches the rule's entropy floor and passes the rule's
 allowlists (regexes on the secret, the match or the line; stopwords).
@@ -94,11 +96,14 @@ def ruleset() -> RuleSet:
         rules.append(Rule(rid, regex, int(r.get("secretGroup", 0)), float(r.get("entropy", 0)),
                           allows))
         kws = [str(k).lower() for k in r.get("keywords", [])]
-        if not kws or any(len(k) <= 2 for k in kws):
+        if kws and any(len(k) <= 2 for k in kws) and all(len(k) <= 2 for k in kws):
             ungated.append((idx, tuple({form for k in kws for form in _cased(k, r["regex"])})))
+        elif not kws:
+            ungated.append((idx, ()))
         else:
             for k in kws:
-                keywords.setdefault(k, []).append(idx)
+                if len(k) > 2:  # `s.` beside `hvs.`: the short one would gate nothing
+                    keywords.setdefault(k, []).append(idx)
     # a match of a keyword also stands for every keyword inside it ("hvs." holds "vs.")
     by_keyword = {k: tuple(sorted({i for k2, idxs in keywords.items() if k2 in k
                                    for i in idxs})) for k in keywords}

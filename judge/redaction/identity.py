@@ -51,17 +51,19 @@ _ALWAYS = (r"chat[-_ ]?gpt|gpt|open[-_ ]?ai|anthropic|claude|gemini|gemma|deep[-
 _VERSIONED = (rf"(?:llama|phi|grok|ernie|kimi|glm|falcon|mistral|command)[-_ ]?(?:(?:{_VER})\b|"
               r"k\d+\b|r\+|r\b|a\b|(?:large|medium|small|nemo|instruct|tiny|saba)\b)")
 _CASED = r"Llama|LLaMA|LLAMA|Mistral|MISTRAL|Grok|GROK|Bard|PaLM|xAI|Cohere|ERNIE"
-FAMILY_RE = compile_re2(
-    rf"(?i:(?:{_ALWAYS}|{_VERSIONED}))(?i:{_TAIL})(?:\+)?"
-    rf"|(?-i:o[134])(?i:(?:-(?:mini|pro|preview|high|low))*)"
-    rf"|(?:{_CASED})(?i:{_TAIL})")
 _MAKERS = (r"google|meta|microsoft|amazon|apple|nvidia|ibm|alibaba|baidu|tencent|x\.ai|"
            r"mistral|cohere|ai21|inflection|perplexity|moonshot|zhipu|01\.ai|bytedance")
-MAKER_RE = compile_re2(
-    rf"(?i)(?:made|trained|developed|created|built|designed|released|owned|provided|"
-    rf"produced|powered|fine[- ]?tuned|brought to you)[ \t]+by[ \t]+(?:the[ \t]+)?({_MAKERS})"
-    rf"|(?i)((?:meta|google|amazon)[ \t]+ai|(?:github|microsoft|bing)[ \t]+copilot|"
-    rf"bing[ \t]+chat|amazon[ \t]+(?:nova|titan))")
+_FAMILY = (rf"(?i:(?:{_ALWAYS}|{_VERSIONED}))(?i:{_TAIL})(?:\+)?"
+           rf"|(?-i:o[134])(?i:(?:-(?:mini|pro|preview|high|low))*)"
+           rf"|(?:{_CASED})(?i:{_TAIL})")
+_MAKER = (rf"(?i:(?:made|trained|developed|created|built|designed|released|owned|provided|"
+          rf"produced|powered|fine[- ]?tuned|brought to you)[ \t]+by[ \t]+(?:the[ \t]+)?"
+          rf"({_MAKERS}))"
+          rf"|(?i:((?:meta|google|amazon)[ \t]+ai|(?:github|microsoft|bing)[ \t]+copilot|"
+          rf"bing[ \t]+chat|amazon[ \t]+(?:nova|titan)))")
+#: one pass: group 1 a model or family name, group 2 a maker after "made by", group 3 a
+#: vendor's product name
+NAMES_RE = compile_re2(f"({_FAMILY})|{_MAKER}")
 _PERSON_AFTER = re.compile(r" ([A-Z][a-z]+)")
 _TIERS = frozenset(_TIER.split("|"))
 
@@ -69,7 +71,11 @@ _TIERS = frozenset(_TIER.split("|"))
 def find_builtin(v: View) -> Iterator[tuple[int, int]]:
     """Spans of the view that name a model, a family or its maker."""
     t = v.text
-    for m in FAMILY_RE.finditer(t):
+    for m in NAMES_RE.finditer(t):
+        if m.start(1) < 0:
+            g = 2 if m.start(2) >= 0 else 3
+            yield m.start(g), m.end(g)
+            continue
         s, e = m.span()
         word = t[s:e].lower()
         if word == "claude":
@@ -79,9 +85,6 @@ def find_builtin(v: View) -> Iterator[tuple[int, int]]:
         if word == "mistral" and t[e:e + 5].lower() == " wind":
             continue
         yield s, e
-    for m in MAKER_RE.finditer(t):
-        g = 1 if m.start(1) >= 0 else 2
-        yield m.start(g), m.end(g)
 
 
 def candidate_strings(candidate: Any) -> tuple[str, ...]:

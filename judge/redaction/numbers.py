@@ -19,8 +19,8 @@ from judge.redaction.spans import Span, escape_ends_at
 
 _DIGIT_RUN_RE = compile_re2(r"(?:\d[ -]?){12,}\d")
 _SSN_RE = compile_re2(r"\d{3}([- ])\d{2}[- ]\d{4}")
-_SSN_LABELLED = re.compile(r"(?i)(?:\bssn|social[ _-]?security(?:[ _-]?(?:number|no))?)"
-                           r"\W{0,12}(\d{9})(?!\d)")
+_SSN_LABELLED = compile_re2(r"(?i)(?:\bssn|social[ _-]?security(?:[ _-]?(?:number|no))?)"
+                            r"\W{0,12}(\d{9})")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -137,7 +137,7 @@ def find_ssns(text: str, low: str | None = None) -> list[Span]:
         if ssn_ok(raw[:3], raw[4:6], raw[7:]):
             out.append(Span(s, e, "ssn"))
     low = text.lower() if low is None else low
-    if "ssn" in low or "social" in low:
+    if "ssn" in low or "social security" in low or "social_security" in low:
         for m in _SSN_LABELLED.finditer(text):
             d = m.group(1)
             s, e = m.span(1)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 from judge.redaction.fields import is_secret_field
 from judge.redaction.rx import compile_re2
@@ -70,11 +71,21 @@ PHRASE_RE = compile_re2(
     r"access key|secret|token)[ \t]+(?:is set to|was set to|is now|was changed to|"
     r"has been changed to|changed to|was reset to|reset to|is|was|would be|will be)"
     r"[ \t:]+[\"'`]?([^\s\"'`]{3,})")
-OPAQUE_RE = compile_re2(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_OPAQUE = r"[A-Za-z0-9+/_\-]{32,}={0,2}"
+#: one pass for both: group 1 a vendor key format, group 2 a long opaque token
+TOKEN_RE = compile_re2("(" + "|".join(f"(?:{p})" for p in _KEY_FORMATS) + f")|({_OPAQUE})")
 
-_NAME_HINTS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "cookie",
-               "session", "connection", "dsn", "webhook", "pin", "otp", "cvv", "cvc", "ssn")
-_PHRASE_HINTS = (" is", " was", " be", " to")
+
+
+def _scoped(pattern: str) -> str:
+    """`(?i)…` as `(?i:…)`, so it can be one branch of a larger pattern."""
+    return f"(?i:{pattern[4:]})" if pattern.startswith("(?i)") else pattern
+
+
+#: one pass for every context rule; groups: 1-2 header, 3-8 named field (4 the name,
+#: 5-8 the value's forms), 9-10 phrase, 11-12 bearer, 13-14 URL credential
+CONTEXT_RE = compile_re2("|".join(f"({_scoped(r.pattern)})" for r in (
+    HEADER_RE, NAMED_RE, PHRASE_RE, BEARER_RE, URL_CRED_RE)))
 
 #: values that say a secret is absent, not what it is
 NOT_A_VALUE = frozenset({
@@ -110,46 +121,43 @@ def _starts_token(text: str, start: int) -> bool:
 
 def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
     """(span, value worth remembering or None) for every secret this module's rules see."""
-    for m in KEY_FORMAT_RE.finditer(text):
-        if _starts_token(text, m.start()):
-            s, e = whole_token(text, *m.span())
+    for m in TOKEN_RE.finditer(text):
+        s, e = m.span()
+        if m.start(1) >= 0:
+            if _starts_token(text, s):
+                yield Span(*whole_token(text, s, e), "secret"), None
+        elif _is_opaque(text, s, e):
             yield Span(s, e, "secret"), None
+        else:  # a long token that is no secret as a whole may hold a key format
+            for k in KEY_FORMAT_RE.finditer(text[s:e]):
+                if _starts_token(text, s + k.start()):
+                    yield Span(*whole_token(text, s + k.start(), s + k.end()), "secret"), None
     if "-----begin" in low:
         for m in PEM_RE.finditer(text):
             yield Span(m.start(), m.end(), "secret"), None
-    if any(h in low for h in _NAME_HINTS):
-        yield from _named(text)
-        if "authorization" in low:
-            for m in HEADER_RE.finditer(text):
-                yield from _value(text, m.start(1), m.end(1))
-        if any(h in low for h in _PHRASE_HINTS):
-            for m in PHRASE_RE.finditer(text):
-                yield from _value(text, m.start(1), m.end(1))
-    if "bearer" in low:
-        for m in BEARER_RE.finditer(text):
-            v = m.group(1)
+    for m in CONTEXT_RE.finditer(text):
+        if m.start(1) >= 0:  # Authorization: <scheme> <credential>
+            yield from _value(text, m.start(2), m.end(2))
+        elif m.start(3) >= 0:  # a secret-named field
+            yield from _named(text, m)
+        elif m.start(9) >= 0:  # "my password is …"
+            yield from _value(text, m.start(10), m.end(10))
+        elif m.start(11) >= 0:  # Bearer …
+            v = m.group(12)
             if any(c.isdigit() for c in v) or len(v) >= 20:
-                yield from _value(text, m.start(1), m.end(1))
-    if "://" in text:
-        for m in URL_CRED_RE.finditer(text):
-            yield from _value(text, m.start(1), m.end(1))
-    for m in OPAQUE_RE.finditer(text):
-        s, e = m.span()
-        if _is_opaque(text, s, e):
-            yield Span(s, e, "secret"), None
+                yield from _value(text, m.start(12), m.end(12))
+        else:  # scheme://user:password@
+            yield from _value(text, m.start(14), m.end(14))
 
 
-def _named(text: str) -> Iterator[tuple[Span, str | None]]:
-    for m in NAMED_RE.finditer(text):
-        name_start = m.start(1)
-        if word_before(text, name_start):
-            continue
-        if not is_secret_field(m.group(1)):
-            continue
-        for g in (2, 3, 4, 5):
-            if m.start(g) >= 0:
-                yield from _value(text, m.start(g), m.end(g))
-                break
+def _named(text: str, m: Any) -> Iterator[tuple[Span, str | None]]:
+    name_start = m.start(4)
+    if word_before(text, name_start) or not is_secret_field(m.group(4)):
+        return
+    for g in (5, 6, 7, 8):
+        if m.start(g) >= 0:
+            yield from _value(text, m.start(g), m.end(g))
+            return
 
 
 def _value(text: str, start: int, end: int) -> Iterator[tuple[Span, str | None]]:
