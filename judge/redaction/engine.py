@@ -53,6 +53,39 @@ from judge.redaction.secrets import find_secrets, is_placeholder
 from judge.redaction.spans import Span, at_word_edges, resolve, whole_token
 
 _DEFAULT = RedactionConfig()
+#: texts up to this size have their detections cached (an item's goal and ledger blocks
+#: recur across the items of a run)
+_CACHED_CHARS = 65_536
+
+
+def _detect(s: str, cfg: RedactionConfig, names: Literals | None
+            ) -> tuple[tuple[Span, ...], tuple[str, ...]]:
+    """Every span the detectors find in `s` (before overlaps are resolved), and the secret
+    values worth remembering; depends on nothing but its arguments."""
+    low = s.lower()
+    found: list[Span] = []
+    remember: list[str] = []
+    if cfg.secrets:
+        for span, value in find_secrets(s, low):
+            found.append(span)
+            if value is not None:
+                remember.append(value)
+        found.extend(find_gitleaks(s, low))
+        if cfg.secret_re is not None:
+            found.extend(Span(*whole_token(s, *m.span()), "secret")
+                         for m in cfg.secret_re.finditer(s) if m.end() > m.start())
+    found.extend(find_cards(s))
+    found.extend(find_ssns(s, low))
+    if cfg.pii:
+        found.extend(find_emails(s))
+        found.extend(find_phones(s))
+    v = view(s)
+    found.extend(find_identity(s, v, v.text.lower() if v.pieces is not None else low,
+                               names, cfg.identity_re))
+    return tuple(found), tuple(remember)
+
+
+_intrinsic = lru_cache(maxsize=512)(_detect)
 
 
 def _canonical(candidate: Any) -> str:
@@ -138,29 +171,14 @@ class ItemRedactor:
         return self._apply(s, spans, bare)
 
     def _spans(self, s: str) -> list[Span]:
-        cfg = self.config
-        low = s.lower()
-        found: list[Span] = []
-        if cfg.secrets:
-            for span, value in find_secrets(s, low):
-                found.append(span)
-                if value is not None:
-                    self.remember(value)
-            found.extend(find_gitleaks(s, low))
-            if cfg.secret_re is not None:
-                found.extend(Span(*whole_token(s, *m.span()), "secret")
-                             for m in cfg.secret_re.finditer(s) if m.end() > m.start())
-            if self._remembered_re is not None:
-                found.extend(Span(*whole_token(s, *m.span()), "secret")
-                             for m in self._remembered_re.finditer(s))
-        found.extend(find_cards(s))
-        found.extend(find_ssns(s, low))
-        if cfg.pii:
-            found.extend(find_emails(s))
-            found.extend(find_phones(s))
-        v = view(s)
-        found.extend(find_identity(s, v, v.text.lower() if v.pieces is not None else low,
-                                   self._names, cfg.identity_re))
+        intrinsic, values = _intrinsic(s, self.config, self._names) \
+            if len(s) <= _CACHED_CHARS else _detect(s, self.config, self._names)
+        for value in values:
+            self.remember(value)
+        found = list(intrinsic)
+        if self._remembered_re is not None and self.config.secrets:
+            found.extend(Span(*whole_token(s, *m.span()), "secret")
+                         for m in self._remembered_re.finditer(s))
         if not found:
             return []
         return resolve(found, self._protected(s))
