@@ -301,3 +301,25 @@ def test_pseudonyms_are_consistent_within_one_item(
         for (b, mb) in zip(seq, marks, strict=True):
             assert (a.lower() == b.lower()) == (ma == mb), (seq, marks)
     assert all(m.startswith(("[email-", "[phone-")) for m in marks)
+
+
+ANY_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                   max_size=300)
+
+
+@SETTINGS
+@given(ANY_TEXT, JSON_VALUES, st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=3))
+def test_any_input_is_redacted_without_error(text: str, value: Any, cand: Any) -> None:
+    red = ItemRedactor(None, cand)
+    assert isinstance(red.text(text), str)
+    out = red.value(value)
+    json.dumps(out)  # still plain JSON data
+    assert isinstance(red.texts([text, json.dumps(value), ""]), list)
+
+
+def test_deep_values_are_scanned_not_skipped() -> None:
+    v: Any = {"password": "Deep-pw-123", "note": "call +1 415 555 2671"}
+    for _ in range(300):
+        v = {"a": [v]}
+    out = json.dumps(ItemRedactor().value(v))
+    assert "Deep-pw-123" not in out and "555 2671" not in out

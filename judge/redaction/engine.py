@@ -14,10 +14,11 @@ Two entry points:
 - `text(s)`: a rendered piece. When `s` is JSON text (an object or array), a span inside a
   key is dropped — keys are names, never rewritten — and a redacted bare number becomes a
   quoted marker, so the JSON stays JSON.
-- `value(v)`: a structured value. Keys are never changed; under a secret-named field every
-  string and number leaf becomes the marker (strings remembered, nested keys kept); every
-  other string leaf goes through `text`; a number leaf is replaced (by a marker string)
-  only when it is a card number or an SSN.
+- `value(v)`: a structured value. Keys are never changed (down to 200 levels of nesting;
+  a deeper subtree is scanned as JSON text and returned as that text); under a
+  secret-named field every string and number leaf becomes the marker (strings remembered,
+  nested keys kept); every other string leaf goes through `text`; a number leaf is
+  replaced (by a marker string) only when it is a card number or an SSN.
 
 Nothing is cut inside a word, key, tool name or number: identity matches must sit at word
 edges, secrets found inside a token take the whole token, numbers must stand alone.
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -121,6 +122,7 @@ class ItemRedactor:
                                               tuple(self.config.identity_names))
         self._remembered: set[str] = set()
         self._remembered_re: re.Pattern[str] | None = None
+        self._remembered_stale = False
         self._emails: dict[str, int] = {}
         self._phones: dict[str, int] = {}
         self._counts: Counter[str] = Counter()
@@ -176,12 +178,13 @@ class ItemRedactor:
         for value in values:
             self.remember(value)
         found = list(intrinsic)
-        if self._remembered_re is not None and self.config.secrets:
+        remembered = self._remembered_pattern()
+        if remembered is not None and self.config.secrets:
             found.extend(Span(*whole_token(s, *m.span()), "secret")
-                         for m in self._remembered_re.finditer(s))
+                         for m in remembered.finditer(s))
         if not found:
             return []
-        return resolve(found, self._protected(s))
+        return resolve(found, self._protected(s), s)
 
     def _protected(self, s: str) -> list[tuple[int, int]]:
         out = [m.span() for m in MARK_RE.finditer(s)] if "[" in s else []
@@ -222,10 +225,17 @@ class ItemRedactor:
         if MARK_RE.fullmatch(v) or v in self.config.allowed:
             return
         self._remembered.add(v)
-        forms = {v, *(_json_escaped(v),)}
-        alts = sorted((re.escape(f) for f in forms), key=len, reverse=True)
-        old = self._remembered_re.pattern if self._remembered_re is not None else None
-        self._remembered_re = re.compile("|".join([*alts, *([old] if old else [])]))
+        self._remembered_stale = True
+
+    def _remembered_pattern(self) -> re.Pattern[str] | None:
+        """One regex of every remembered value (raw and JSON-escaped), longest first;
+        rebuilt only when a value was added since."""
+        if self._remembered_stale:
+            forms = {f for v in self._remembered for f in (v, _json_escaped(v))}
+            alts = sorted(forms, key=len, reverse=True)
+            self._remembered_re = re.compile("|".join(re.escape(f) for f in alts))
+            self._remembered_stale = False
+        return self._remembered_re
 
     # --- structured values --------------------------------------------------------------
 
@@ -285,8 +295,15 @@ class ItemRedactor:
     def _leaves(self, v: Any, depth: int) -> Any:
         if isinstance(v, str):
             return self.text(v)
-        if isinstance(v, bool) or depth > _MAX_DEPTH:
+        if isinstance(v, bool):
             return v
+        if depth > _MAX_DEPTH and isinstance(v, dict | list):
+            # deeper than any real value: scanned as JSON text, returned as that text
+            try:
+                return self.text(json.dumps(v, ensure_ascii=False, default=str))
+            except (RecursionError, ValueError):
+                self._counts["secret"] += 1
+                return SECRET_MARK  # too deep to even read: nothing of it leaves
         if isinstance(v, int):
             s = str(v)
             if len(s) >= 9 and (find_cards(s) or find_ssns(s)):
@@ -318,43 +335,28 @@ def _json_escaped(v: str) -> str:
     return json.dumps(v, ensure_ascii=False)[1:-1]
 
 
+_QUOTE_OR_ESCAPE = re.compile(r'\\.|"', re.DOTALL)
+
+
 def _json_aware(s: str, spans: list[Span]) -> tuple[list[Span], set[int]]:
     """Of spans over JSON text: those that touch no object key, and the starts of those
     that replace a bare value (a number: its marker must be quoted).
 
     A span is inside a string when an odd number of unescaped quotes precede it; such a
     string is a key when its closing quote is followed by `:`. A span that holds an
-    unescaped quote runs from one string into another and is dropped."""
+    unescaped quote runs from one string into another and is dropped. (Quote positions
+    are found once per text; each span costs a binary search.)"""
+    quotes = [m.start() for m in _QUOTE_OR_ESCAPE.finditer(s) if m.group() == '"']
     kept: list[Span] = []
     bare: set[int] = set()
     for sp in spans:
-        close = _closing_quote(s, sp.start)
+        i = bisect_left(quotes, sp.start)
+        close = quotes[i] if i < len(quotes) else None
         if close is not None and close < sp.end:
             continue
-        if _quotes_before(s, sp.start) % 2 == 0:
+        if i % 2 == 0:
             kept.append(sp)
             bare.add(sp.start)
         elif close is None or s[close + 1:close + 40].lstrip()[:1] != ":":
             kept.append(sp)
     return kept, bare
-
-
-def _quotes_before(s: str, i: int) -> int:
-    """Unescaped `"` in s[:i] (a backslash run before a quote escapes it when odd)."""
-    n = s.count('"', 0, i)
-    if n and "\\" in s:
-        n -= s.count('\\"', 0, i) - s.count('\\\\"', 0, i) + s.count('\\\\\\"', 0, i)
-    return n
-
-
-def _closing_quote(s: str, i: int) -> int | None:
-    """The index of the first unescaped `"` at or after `i`."""
-    j = s.find('"', i)
-    while j >= 0:
-        k = j
-        while k > 0 and s[k - 1] == "\\":
-            k -= 1
-        if (j - k) % 2 == 0:
-            return j
-        j = s.find('"', j + 1)
-    return None

@@ -1,14 +1,15 @@
 """Email addresses and phone numbers, found for consistent pseudonyms (`[email-1]`, `[phone-1]`).
 
-Emails: a practical address pattern (local part, `@`, a dotted domain with a letter TLD),
-only where the text has an `@`. Phones: a cheap pattern finds digit runs shaped like a
-number — international with `+` (`+44 20 7946 0958`, `+14155552671`) or North American
-with separators (`(415) 555-2671`, `415.555.2671`, `1-415-555-2671`) — then libphonenumber
-(the `phonenumberslite` port) must accept it as a valid number. Bare digit runs, national
+Emails: a practical address pattern (a local part of any address characters, dots
+anywhere included, `@`, a dotted domain with a letter TLD), only where the text has an
+`@`. Phones: a cheap pattern finds digit runs shaped like a number — international with
+`+` (`+44 20 7946 0958`, `+14155552671`) or North American with separators
+(`(415) 555-2671`, `415.555.2671`, `1-415-555-2671`) — then libphonenumber (the
+`phonenumberslite` port) must accept it as a valid number. Bare digit runs, national
 formats of other countries, dates and times are not phones: without a `+` or the North
-American grouping they are far more often ids, amounts or order numbers.
-The pseudonym key is the lower-cased address and the number's E.164 form, so `+1 415 555
-2671` and `(415) 555-2671` are the same `[phone-N]`.
+American grouping they are far more often ids, amounts or order numbers. The pseudonym
+key is the lower-cased address and the number's E.164 form, so `+1 415 555 2671` and
+`(415) 555-2671` are the same `[phone-N]`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from judge.redaction.rx import compile_re2
 from judge.redaction.spans import Span, at_word_edges
 
 _EMAIL_RE = compile_re2(
-    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+"
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}")
 _PHONE_RE = compile_re2(
     r"\+\d[\d .()\-]{5,20}\d"
@@ -40,7 +41,7 @@ def find_emails(text: str) -> list[Span]:
         # a URL credential (`user:pw@host`) is the secret rules' business
         if s >= 1 and text[s - 1] == ":":
             continue
-        while s < e and text[s] in "'`{|}~=":
+        while s < e and text[s] in "'`{|}~=.":
             s += 1
         out.append(Span(s, e, "email", text[s:e].lower()))
     return out

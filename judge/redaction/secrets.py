@@ -135,11 +135,27 @@ def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
     if "-----begin" in low:
         for m in PEM_RE.finditer(text):
             yield Span(m.start(), m.end(), "secret"), None
+    yield from _context(text)
+
+
+def _context(text: str, retry: bool = True, before: int | None = None
+             ) -> Iterator[tuple[Span, str | None]]:
+    """Context rules over `text`; with `before`, only matches that start before it."""
     for m in CONTEXT_RE.finditer(text):
+        if before is not None and m.start() >= before:
+            return
         if m.start(1) >= 0:  # Authorization: <scheme> <credential>
             yield from _value(text, m.start(2), m.end(2))
         elif m.start(3) >= 0:  # a secret-named field
-            yield from _named(text, m)
+            if _good_name(text, m):
+                yield from _named(m, text)
+            elif retry:  # not a secret's name (`nAuthorization` after `\n`): look again
+                # from its next letter, once, in a short window (so this stays linear;
+                # a slice, since RE2's wrapper re-encodes the whole text on every call)
+                base = m.start(4) + 1
+                window = text[base:m.end() + 256]
+                for span, value in _context(window, retry=False, before=m.end() - base):
+                    yield Span(span.start + base, span.end + base, span.cls), value
         elif m.start(9) >= 0:  # "my password is …"
             yield from _value(text, m.start(10), m.end(10))
         elif m.start(11) >= 0:  # Bearer …
@@ -150,10 +166,11 @@ def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
             yield from _value(text, m.start(14), m.end(14))
 
 
-def _named(text: str, m: Any) -> Iterator[tuple[Span, str | None]]:
-    name_start = m.start(4)
-    if word_before(text, name_start) or not is_secret_field(m.group(4)):
-        return
+def _good_name(text: str, m: Any) -> bool:
+    return not word_before(text, m.start(4)) and is_secret_field(m.group(4))
+
+
+def _named(m: Any, text: str) -> Iterator[tuple[Span, str | None]]:
     for g in (5, 6, 7, 8):
         if m.start(g) >= 0:
             yield from _value(text, m.start(g), m.end(g))

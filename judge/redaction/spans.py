@@ -9,6 +9,7 @@ reading order.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -91,17 +92,70 @@ def _odd_backslashes(text: str, end: int) -> bool:
     return (end - i) % 2 == 1
 
 
-def resolve(spans: Iterable[Span], protected: list[tuple[int, int]]) -> list[Span]:
-    """Non-overlapping spans, strongest first, none touching a protected range; in order."""
+class Intervals:
+    """Disjoint half-open intervals, kept sorted: overlap test and insertion in O(log n)
+    comparisons (a hostile text can hold a hundred thousand spans)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect_right(self.starts, start)
+        if i > 0 and self.ends[i - 1] > start:
+            return True
+        return i < len(self.starts) and self.starts[i] < end
+
+    def next_start(self, pos: int) -> int:
+        """The start of the first interval that ends after `pos`."""
+        i = bisect_right(self.starts, pos)
+        if i > 0 and self.ends[i - 1] > pos:
+            return pos
+        return self.starts[i] if i < len(self.starts) else pos
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect_right(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+
+
+def merged(ranges: Iterable[tuple[int, int]]) -> Intervals:
+    out = Intervals()
+    for a, b in sorted(ranges):
+        if b <= a:
+            continue
+        if out.ends and a <= out.ends[-1]:
+            out.ends[-1] = max(out.ends[-1], b)
+        else:
+            out.starts.append(a)
+            out.ends.append(b)
+    return out
+
+
+def resolve(spans: Iterable[Span], protected: list[tuple[int, int]], text: str = ""
+            ) -> list[Span]:
+    """Non-overlapping spans, strongest first, none touching a protected range; in order.
+
+    A name whose version runs into a stronger span (`GPT 4000000000000002`: a model name
+    and a card) keeps its part before that span (`GPT`), so the name is not left behind
+    for a second pass to find."""
+    guard = merged(protected)
+    taken = Intervals()
     chosen: list[Span] = []
     ordered = sorted(spans, key=lambda s: (PRIORITY.get(s.cls, 9), s.start - s.end, s.start))
     for s in ordered:
-        if s.end <= s.start:
+        if s.end <= s.start or guard.overlaps(s.start, s.end):
             continue
-        if any(a < s.end and s.start < b for a, b in protected):
-            continue
-        if any(c.start < s.end and s.start < c.end for c in chosen):
-            continue
+        if taken.overlaps(s.start, s.end):
+            if s.cls != "identity" or not text:
+                continue
+            end = taken.next_start(s.start)
+            while end > s.start and not text[end - 1].isalnum():
+                end -= 1
+            if end <= s.start or taken.overlaps(s.start, end) or guard.overlaps(s.start, end):
+                continue
+            s = Span(s.start, end, s.cls, s.key)
+        taken.add(s.start, s.end)
         chosen.append(s)
     chosen.sort(key=lambda s: s.start)
     return chosen
