@@ -12,7 +12,9 @@ tau-airline scenario, both rubrics, as `judge grade` extracts them. Figures:
    judge/testing/fakeserver.py at 0 ms latency, verdict parsing, the JSONL call cache,
    output), child-process CPU from getrusage ÷ items graded; and the in-process grading
    engine alone (`grade_items`, as benchmarks/grading.py measures it);
-3. the ratio: target redaction ≤ 10% of `judge grade`'s CPU per item.
+3. the ratio: target redaction ≤ 10% of `judge grade`'s CPU per item;
+4. each detector alone on the same blocks, the word list's one-time load, and a large
+   hostile text (linear time).
 Optional `--detect-secrets`: the CPU of Yelp's detect-secrets over the same item texts
 (needs `pip install detect-secrets`; the reason gitleaks rules were chosen instead).
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import subprocess
@@ -132,6 +135,59 @@ def bench_redaction(items: list[Item], repeat: int) -> float:
     return cost
 
 
+def bench_breakdown(items: list[Item], repeat: int) -> None:
+    """Each detector alone over every item's four data blocks (as render hands them over)."""
+    from judge.redaction import gitleaks, identity, numbers, pii, secrets
+    from judge.redaction.normalize import view
+    from judge.redaction.words import _counts, is_common_word
+
+    blocks = [text for it in items for text in (
+        it.goal, dumps(it.ledger), "\n".join(dumps(e) for e in it.events), dumps(it.target))]
+    parts: list[tuple[str, Callable[[str], object]]] = [
+        ("own secret rules (secrets.py)", lambda t: list(secrets.find_secrets(t, t.lower()))),
+        ("gitleaks rule set (keyword gate + gated rules)",
+         lambda t: list(gitleaks.find_gitleaks(t, t.lower()))),
+        ("cards (digit runs, Luhn, networks)", numbers.find_cards),
+        ("SSNs", lambda t: numbers.find_ssns(t, t.lower())),
+        ("emails", pii.find_emails),
+        ("phones (prefilter + phonenumberslite)", pii.find_phones),
+        ("identity (view + names)", lambda t: list(identity.find_builtin(view(t)))),
+    ]
+    for name, fn in parts:
+        best = min(_timed(blocks, fn) for _ in range(repeat))
+        print(f"[breakdown]   {name}: {best / len(items) * 1e3:.3f} ms/item")
+    _counts.cache_clear()
+    is_common_word.cache_clear()
+    t0 = time.process_time()
+    is_common_word("helper")
+    print(f"[breakdown]   English word list (pyspellchecker), loaded once and only when a "
+          f"candidate value is one alphabetic word: {(time.process_time() - t0) * 1e3:.0f} ms")
+
+
+def _timed(blocks: list[str], fn: Callable[[str], object]) -> float:
+    t0 = time.process_time()
+    for text in blocks:
+        fn(text)
+    return time.process_time() - t0
+
+
+def bench_hostile() -> None:
+    """Linear on hostile input: one large text full of things to redact."""
+    n = 20_000
+    doc = json.dumps({"emails": [f"user{i}@example.com" for i in range(n)],
+                      "cards": ["4111 1111 1111 1111"] * (n // 10),
+                      "fields": [{"password": f"pw-{i:06d}"} for i in range(n // 10)],
+                      "names": ["gpt-4o"] * (n // 10)})
+    for scale in (1, 2):
+        text = doc if scale == 1 else doc[:-1] + ", " + doc[1:]
+        red = ItemRedactor(None, {"model": "m"})
+        t0 = time.process_time()
+        red.text(text)
+        cpu = time.process_time() - t0
+        print(f"[hostile] {len(text) / 1e6:.2f} MB of JSON, {sum(red.counts.values()):,} "
+              f"values redacted: {cpu:.2f} s CPU")
+
+
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -208,6 +264,8 @@ def main() -> None:
     items = tau_items()
     print(f"{_load()}")
     red = bench_redaction(items, args.repeat)
+    bench_breakdown(items, args.repeat)
+    bench_hostile()
     with tempfile.TemporaryDirectory() as d, FakeProviderServer(latency=0.0, process=True) as srv:
         runs = [bench_grade_command(Path(d), srv.openai_base_url)
                 for _ in range(args.repeat)]

@@ -168,7 +168,7 @@ class ItemRedactor:
 
     def _finish(self, s: str, spans: list[Span]) -> str:
         bare: set[int] = set()
-        if s.lstrip()[:1] in ("{", "["):  # JSON text: keys stay, bare values get quoted
+        if _looks_like_json(s):  # keys stay, bare values get quoted
             spans, bare = _json_aware(s, spans)
         return self._apply(s, spans, bare)
 
@@ -336,6 +336,12 @@ def _json_escaped(v: str) -> str:
 
 
 _QUOTE_OR_ESCAPE = re.compile(r'\\.|"', re.DOTALL)
+
+
+def _looks_like_json(s: str) -> bool:
+    """An object or array: `{…}` or `[…]` (what render writes for structured values)."""
+    t = s.strip()
+    return len(t) >= 2 and (t[0], t[-1]) in (("{", "}"), ("[", "]"))
 
 
 def _json_aware(s: str, spans: list[Span]) -> tuple[list[Span], set[int]]:

@@ -51,19 +51,30 @@ def find_phones(text: str) -> list[Span]:
     out: list[Span] = []
     for m in _PHONE_RE.finditer(text):
         s, e = m.span()
-        raw = m.group()
-        if not at_word_edges(text, s, e) or (s > 0 and text[s - 1] in "-./:") or (
-                e < len(text) and text[e] in "-/" ) or (
-                e + 1 < len(text) and text[e] == "." and text[e + 1].isdigit()):
-            continue
-        if s > 0 and text[s - 1] == "(" and raw[0].isdigit():
-            continue
-        if e < len(text) and text[e] == ":":
-            continue  # a time, not a number
-        key = _e164(raw)
-        if key is not None:
-            out.append(Span(s, e, "phone", key))
+        span = _phone(text, s, e)
+        if span is None and e - s > 7:
+            # a match that starts inside a longer number (`…991 (201) 200-0000` taken as
+            # `1 (201)…`) may hide a phone just after: look once more inside it
+            inner = text[s + 1:e]
+            for k in _PHONE_RE.finditer(inner):
+                span = _phone(text, s + 1 + k.start(), s + 1 + k.end())
+                if span is not None:
+                    break
+        if span is not None:
+            out.append(span)
     return out
+
+
+def _phone(text: str, s: int, e: int) -> Span | None:
+    raw = text[s:e]
+    if not at_word_edges(text, s, e) or (s > 0 and text[s - 1] in "-./:") or (
+            e < len(text) and text[e] in "-/:") or (
+            e + 1 < len(text) and text[e] == "." and text[e + 1].isdigit()):
+        return None  # part of a longer number, a date, a time or a path
+    if s > 0 and text[s - 1] == "(" and raw[0].isdigit():
+        return None
+    key = _e164(raw)
+    return None if key is None else Span(s, e, "phone", key)
 
 
 @lru_cache(maxsize=4096)
