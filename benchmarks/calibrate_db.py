@@ -1,5 +1,5 @@
-"""Speed of `judge calibrate --rubric R` on the database (issue 5 §2, database mode). Prints
-figures; run with
+"""Speed of `judge calibrate fit --rubric R` on the database (issue 5 §2). Prints figures;
+run with
 
     .venv/bin/python benchmarks/calibrate_db.py [--copies 10] [--db URL]
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from db_calibration_data import RUBRIC, airline_items, label_for, scripted_judge
 
-from judge.calibration.db import calibrate_rubric, labelled_items
+from judge.calibration.regrade import calibrate_rubric, labelled_items
 from judge.items import Item
 from judge.providers.scripted import ScriptedProvider
 from judge.settings import Settings

@@ -1,14 +1,17 @@
-"""Fake provider server and plain-client baselines (H4).
+"""Fake provider server and plain-client baselines (H4, issue 10).
 
 Prints:
-1. the server's own throughput on one core (raw keep-alive HTTP client in a separate
-   process, 0 latency) — target > 1,000 req/s;
+1. the server's own throughput (raw keep-alive HTTP client, 0 latency, server in a forked
+   process: `process=True`) and the server's CPU per request — target > 1,000 req/s;
 2. 200 concurrent slow requests (1 s latency, raw client) complete in about 1 s;
+   with `--compare REV`, (1) and (2) run interleaved, round by round, against this tree's
+   server and the one at git revision REV (extracted with `git archive`, run in its own
+   interpreter), so old and new are measured under the same load;
 3. the plain openai SDK client (AsyncOpenAI, max_retries=0) against the server at 100 ms
    latency, concurrency 50, 2,000 requests — the baseline judge is compared with;
 4. the same through judge's OpenAIProvider + generate_with_retries (no cache, no items).
 
-Run: .venv/bin/python benchmarks/fakeserver.py [--requests 2000]
+Run: .venv/bin/python benchmarks/fakeserver.py [--requests 2000] [--compare f1cecca]
 """
 
 from __future__ import annotations
@@ -16,8 +19,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import openai
 
@@ -112,20 +122,94 @@ async def slow_concurrent(port: int, n: int) -> float:
     return time.perf_counter() - started
 
 
+ROOT = Path(__file__).resolve().parent.parent
+#: runs FakeProviderServer(process=True) of whichever judge is first on sys.path (the cwd),
+#: prints the port and the server process id, serves until stdin closes
+DRIVER = """
+import sys
+from judge.testing.fakeserver import FakeProviderServer
+srv = FakeProviderServer(latency=float(sys.argv[1]), process=True).start()
+print(srv.port, srv._proc.pid, flush=True)
+sys.stdin.read()
+srv.stop()
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def served(tree: Path, latency: float) -> Iterator[tuple[int, int]]:
+    """The fake server of the judge tree at `tree`, in process mode: (port, server pid)."""
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(latency)], cwd=tree,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        port, pid = (int(x) for x in proc.stdout.readline().split())
+        yield port, pid
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(20)
+
+
+@contextmanager
+def old_tree(rev: str) -> Iterator[Path]:
+    """judge/ as it was at `rev`, in a temporary directory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "archive", rev, "judge"], cwd=ROOT, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        yield Path(tmp)
+
+
+def server_figures(trees: dict[str, Path], rounds: int) -> None:
+    """Throughput, server CPU per request and slow concurrency, interleaved across trees."""
+    rates: dict[str, list[float]] = {name: [] for name in trees}
+    cpus: dict[str, list[float]] = {name: [] for name in trees}
+    slow: dict[str, list[float]] = {name: [] for name in trees}
+    n = 10_000
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            with served(tree, 0.0) as (port, pid):
+                before = cpu_seconds(pid)
+                rates[name].append(asyncio.run(raw_client(port, n, 20)))
+                cpus[name].append((cpu_seconds(pid) - before) / n * 1000)
+            with served(tree, 1.0) as (port, _):
+                slow[name].append(asyncio.run(slow_concurrent(port, 200)))
+    for name in trees:
+        print(f"{name}: server alone (0 ms, raw keep-alive client, 20 conns, {n:,} requests): "
+              f"{statistics.median(rates[name]):,.0f} req/s median of {rounds} "
+              f"({', '.join(f'{r:,.0f}' for r in rates[name])}); server CPU "
+              f"{statistics.median(cpus[name]):.3f} ms/request "
+              f"({', '.join(f'{c:.3f}' for c in cpus[name])})")
+        print(f"{name}: 200 concurrent requests at 1 s latency (raw client): "
+              f"{statistics.median(slow[name]):.2f} s wall median "
+              f"({', '.join(f'{w:.2f}' for w in slow[name])})")
+    if len(trees) == 2:
+        new, old = trees
+        rate = statistics.median(rates[new]) / statistics.median(rates[old])
+        cpu = statistics.median(cpus[new]) / statistics.median(cpus[old])
+        print(f"new/old: throughput {rate:.2f}×, server CPU per request {cpu:.2f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--compare", metavar="REV",
+                        help="also measure the fake server at this git revision")
     args = parser.parse_args()
     n = args.requests
 
-    with FakeProviderServer(process=True) as srv:
-        rate = asyncio.run(raw_client(srv.port, 10_000, 20))
-        print(f"server alone (0 ms, raw keep-alive client, 20 conns): {rate:,.0f} req/s")
-
-    with FakeProviderServer(latency=1.0, process=True) as srv:
-        elapsed = asyncio.run(slow_concurrent(srv.port, 200))
-        print(f"200 concurrent requests at 1 s latency (raw client): {elapsed:.2f} s wall")
+    if args.compare:
+        with old_tree(args.compare) as old:
+            server_figures({"new": ROOT, f"old ({args.compare})": old}, args.rounds)
+    else:
+        server_figures({"this tree": ROOT}, args.rounds)
 
     with FakeProviderServer(latency=0.1, process=True) as srv:
         plain_runs, judge_runs = [], []
@@ -143,6 +227,7 @@ def main() -> None:
               f"(client CPU {ours_cpu:.2f} ms/request; runs "
               f"{', '.join(f'{r:.0f}' for r, _ in judge_runs)}) = {ours / plain:.0%} of plain")
         print(f"server counted {srv.stats()['generations']} completions")
+
 
 if __name__ == "__main__":
     main()

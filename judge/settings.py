@@ -13,17 +13,16 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge.errors import ConfigError
-from judge.providers.base import ModelParams
-
-if TYPE_CHECKING:
-    from judge.prompts.redact import Redaction
+from judge.request import ModelParams, Redaction
 
 CONFIG_FILE_NAME = "judge.toml"
+#: the prompts directory, instead of the repository's `prompts/` (see `prompts_dir`)
+PROMPTS_DIR_VAR = "JUDGE_PROMPTS_DIR"
 
 #: environment variable -> settings field
 ENV_VARS: dict[str, str] = {
@@ -127,14 +126,22 @@ class Settings(BaseModel):
 
     def redaction(self) -> Redaction:
         """What rendering must keep from a judge beyond each trace's own candidate fields."""
-        from judge.prompts.redact import Redaction
-
         return Redaction(identity_patterns=self.identity_patterns)
 
     def model_params(self) -> ModelParams:
         """The generation parameters these settings ask for."""
         return ModelParams(temperature=self.temperature, seed=self.seed,
                            max_tokens=self.max_tokens)
+
+
+def prompts_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The prompts directory named by JUDGE_PROMPTS_DIR, or None (use the default).
+
+    A function, not a Settings field: prompt files are looked up often and by code that
+    has no Settings at hand, and this needs neither the config file nor validation.
+    """
+    value = (os.environ if environ is None else environ).get(PROMPTS_DIR_VAR)
+    return Path(value) if value else None
 
 
 def _config_path(env: Mapping[str, str], cwd: Path) -> Path | None:

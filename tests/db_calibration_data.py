@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 from judge.formats import HumanLabel
 from judge.importers import iter_tau_bench
@@ -45,7 +46,8 @@ def label_for(item: Item, *, annotator: str = "asha", label: str | None = None,
     lab = label or human(item)
     return HumanLabel(item_id=item.item_id, label=lab,  # type: ignore[arg-type]
                       violated_key=fail_key(item) if lab == "fail" else None,
-                      evidence_event=item.seq, annotator=annotator, created_at=at or T0)
+                      evidence_event=item.seq if lab == "fail" else None, annotator=annotator,
+                      created_at=at or T0)
 
 
 def unit(item_id: str, salt: str) -> float:
@@ -61,15 +63,18 @@ def judge_answer(item: Item, flip_salt: str = "agree") -> dict[str, object]:
     truth = human(item)
     label = truth if agrees else ("pass" if truth == "fail" else "fail")
     return {"label": label, "violated_key": fail_key(item) if label == "fail" else None,
-            "evidence_event": item.seq, "confidence": round(conf, 4),
+            "evidence_event": item.seq if label == "fail" else None,
+            "confidence": round(conf, 4),
             "rationale": f"rule judge ({flip_salt})"}
 
 
 def scripted_judge(flip_salt: str = "agree") -> Callable[[JudgeRequest], str]:
     def answer(request: JudgeRequest) -> str:
-        item = request.item
-        assert isinstance(item, Item)
-        return json.dumps(judge_answer(item, flip_salt))
+        view = request.view  # what the rendered request shows (there is no raw item)
+        assert view is not None and view.target is not None
+        shown = SimpleNamespace(item_id=request.item_id, seq=view.seq,
+                                ledger_keys=view.ledger_keys, target=view.target)
+        return json.dumps(judge_answer(shown, flip_salt))  # type: ignore[arg-type]
     return answer
 
 

@@ -1,6 +1,6 @@
-"""`judge calibrate` on the database: re-grading through the call cache, records in files and
-the database, routing from committed records, --check with database label counts, and
---compare of two prompt versions' stored verdicts."""
+"""`judge calibrate fit` on the database: re-grading through the call cache, records in files and
+the database, routing from committed records, `check` with database label counts, and
+`compare` of two prompt versions' stored verdicts."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ from db_calibration_data import (
 from typer.testing import CliRunner
 
 from judge.calibration import TooFewLabelsError, build_record, load_records
-from judge.calibration.db import calibrate_rubric, calibration_run_id, file_record
+from judge.calibration.files import file_record
 from judge.calibration.lookup import find_calibration
+from judge.calibration.regrade import calibrate_rubric, calibration_run_id
 from judge.cli.main import app
 from judge.formats import Verdict
 from judge.pipeline.route import route_and_save
@@ -114,14 +115,14 @@ def test_too_few_labels_refused_before_any_call(tmp_path: Path) -> None:
         _calibrate(url, provider)
     assert "24 human-fail (need 6 more)" in err.value.message
     assert provider.requests == []
-    code, out, errtext = run("calibrate", "--rubric", RUBRIC, "--model", "scripted",
+    code, out, errtext = run("calibrate", "fit", "--rubric", RUBRIC, "--model", "scripted",
                              "--db", url)
     assert code == 2 and out == "" and len(errtext.strip().splitlines()) == 1
     assert "need 6 more" in errtext and not Path("calibration").exists()
 
 
 def test_cli_database_mode_prints_record_and_caches(db: str, tmp_path: Path) -> None:
-    code, out, err = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db,
+    code, out, err = run("calibrate", "fit", "--rubric", RUBRIC, "--model", "scripted", "--db", db,
                          "-o", str(tmp_path / "records"), "--target", "0.9")
     assert code == 0, err
     rec = json.loads(out)
@@ -129,17 +130,17 @@ def test_cli_database_mode_prints_record_and_caches(db: str, tmp_path: Path) -> 
     assert rec["n"] == len(airline_items())
     assert f"{len(airline_items())} provider calls" in err
     assert (tmp_path / "records" / RUBRIC / f"{rec['prompt_version']}__scripted.json").is_file()
-    code, out2, err2 = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db,
-                           "--format", "text", "--target", "0.9")
+    code, out2, err2 = run("calibrate", "fit", "--rubric", RUBRIC, "--model", "scripted",
+                           "--db", db, "--format", "text", "--target", "0.9")
     assert code == 0 and "0 provider calls" in err2 and "threshold" in out2
     assert Path("calibration", RUBRIC, f"{rec['prompt_version']}__scripted.json").is_file()
-    code, _, err3 = run("calibrate", "--rubric", "no_such_rubric", "--db", db)
+    code, _, err3 = run("calibrate", "fit", "--rubric", "no_such_rubric", "--db", db)
     assert code == 2 and "unknown rubric" in err3
 
 
 def test_cli_through_fake_server_second_run_reaches_no_server(db: str) -> None:
     with FakeProviderServer() as srv:
-        args = ("calibrate", "--rubric", RUBRIC, "--model", "openai:fake-judge",
+        args = ("calibrate", "fit", "--rubric", RUBRIC, "--model", "openai:fake-judge",
                 "--base-url", srv.openai_base_url, "--db", db, "--min-per-class", "30")
         code, out, err = run(*args)
         assert code == 0, err
@@ -238,7 +239,7 @@ def test_check_counts_database_labels(tmp_path: Path, monkeypatch: pytest.Monkey
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     items = airline_items()
     seed_database(url, n_labelled=200)
-    check = ("calibrate", "--check", "--model", "scripted", "--db", url)
+    check = ("calibrate", "check", "--model", "scripted", "--db", url)
     code, out, _ = run(*check)
     assert code == 1 and "no calibration for prompt" in out
     _calibrate(url, ScriptedProvider(default=scripted_judge(), spec="scripted"))
@@ -257,7 +258,7 @@ def test_check_counts_database_labels(tmp_path: Path, monkeypatch: pytest.Monkey
     code, out, _ = run(*check)
     assert code == 1 and "labels grew from 200 to 260" in out
     # without a database file there is nothing to count and no stored record
-    code, out, _ = run("calibrate", "--check", "--model", "scripted",
+    code, out, _ = run("calibrate", "check", "--model", "scripted",
                        "--db", f"sqlite:///{tmp_path / 'none.db'}")
     assert code == 1 and "no calibration" in out and not (tmp_path / "none.db").exists()
 
@@ -281,7 +282,7 @@ def test_compare_two_prompt_versions_from_database(db: str) -> None:
     flips = {o.item_id: (o, n) for o, n in zip(old, new, strict=True) if o.label != n.label}
     truth = {it.item_id: human(it) for it in airline_items()}
     fixed = sum(truth[i] == n.label for i, (_, n) in flips.items())
-    code, out, err = run("calibrate", "--compare", "v1", "v2", "--rubric", RUBRIC, "--db", db)
+    code, out, err = run("calibrate", "compare", "v1", "v2", "--rubric", RUBRIC, "--db", db)
     assert code == 0, err
     result = json.loads(out)
     assert result["old"]["prompt_version"] == "v1" and result["new"]["prompt_version"] == "v2"
@@ -295,10 +296,10 @@ def test_compare_two_prompt_versions_from_database(db: str) -> None:
         assert f["human"] == truth[f["item_id"]]
     old_acc = np.mean([truth[v.item_id] == v.label for v in old])
     assert result["old"]["accuracy"] == pytest.approx(old_acc)
-    code, text, _ = run("calibrate", "--compare", "v1", "v2", "--rubric", RUBRIC, "--db", db,
+    code, text, _ = run("calibrate", "compare", "v1", "v2", "--rubric", RUBRIC, "--db", db,
                         "--format", "text")
     assert code == 0 and f"flipped {len(flips)} of {len(old)}" in text
-    code, _, err = run("calibrate", "--compare", "v1", "v9", "--rubric", RUBRIC, "--db", db)
+    code, _, err = run("calibrate", "compare", "v1", "v9", "--rubric", RUBRIC, "--db", db)
     assert code == 2 and "prompt version 'v9'" in err and len(err.strip().splitlines()) == 1
 
 
@@ -309,7 +310,7 @@ def test_prompt_change_makes_check_stale_and_recalibration_compares(
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(prompts))
     v1 = load_prompt(RUBRIC)
     first = _calibrate(db, ScriptedProvider(default=scripted_judge(), spec="scripted"))
-    check = ("calibrate", "--check", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
+    check = ("calibrate", "check", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
     assert run(*check)[0] == 0
     text = (prompts / RUBRIC / f"{v1.version}.md").read_text(encoding="utf-8")
     new_version = "v99"
@@ -329,7 +330,7 @@ def test_prompt_change_makes_check_stale_and_recalibration_compares(
     assert second.record.prompt_version == new_version
     assert second.record.prompt_hash == v2.hash != first.record.prompt_hash
     assert run(*check)[0] == 0
-    code, out, err = run("calibrate", "--compare", v1.version, new_version, "--rubric", RUBRIC,
+    code, out, err = run("calibrate", "compare", v1.version, new_version, "--rubric", RUBRIC,
                          "--db", db)
     assert code == 0, err
     result = json.loads(out)
@@ -339,7 +340,7 @@ def test_prompt_change_makes_check_stale_and_recalibration_compares(
 
 
 def test_progress_bar_option_does_not_disturb_output(db: str) -> None:
-    code, out, err = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db,
+    code, out, err = run("calibrate", "fit", "--rubric", RUBRIC, "--model", "scripted", "--db", db,
                          "--progress")
     assert code == 0, err
     assert json.loads(out)["n"] == len(airline_items())
@@ -357,5 +358,16 @@ def test_labels_on_items_not_stored_are_left_out_and_counted(db: str) -> None:
     result = _calibrate(db, ScriptedProvider(default=scripted_judge(), spec="scripted"))
     assert result.n_missing_items == 1 and result.record.n == len(airline_items())
     assert result.record.n_labelled == len(airline_items()) + 1
-    code, _, err = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
+    code, _, err = run("calibrate", "fit", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
     assert code == 0 and "1 labelled item(s) of scope_fidelity are not stored" in err
+
+
+def test_old_database_forms_still_run(db: str) -> None:
+    code, out, err = run("calibrate", "--rubric", RUBRIC, "--model", "scripted", "--db", db)
+    assert code == 0 and json.loads(out)["n"] == len(airline_items())
+    assert "running 'judge calibrate fit --rubric" in err.splitlines()[0]
+    _store_version(db, "v1", "agree")
+    _store_version(db, "v2", "second")
+    code, out, err = run("calibrate", "--compare", "v1", "v2", "--rubric", RUBRIC, "--db", db)
+    assert code == 0 and "running 'judge calibrate compare v1 v2" in err
+    assert out == run("calibrate", "compare", "v1", "v2", "--rubric", RUBRIC, "--db", db)[1]

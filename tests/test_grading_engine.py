@@ -51,8 +51,11 @@ def make_item(n: int, trace: str = "t") -> Item:
                 safety_critical=True, candidate={"model": "secret-candidate-model"})
 
 
-def verdict_text(label: str = "pass", key: str | None = None, seq: int | None = 2,
+def verdict_text(label: str = "pass", key: str | None = None, seq: int | None = None,
                  confidence: float = 0.8) -> str:
+    """A verdict reply; a fail cites seq 2 unless told (a pass cites no evidence)."""
+    if seq is None and label == "fail":
+        seq = 2
     return json.dumps({"label": label, "violated_key": key, "evidence_event": seq,
                        "confidence": confidence, "rationale": "because"})
 
@@ -108,7 +111,7 @@ def test_one_verdict_per_item_in_item_order_and_stamped(prompt: Prompt) -> None:
     assert sorted(seen) == sorted(it.item_id for it in items)
     assert seen != [it.item_id for it in items]  # finished out of order, returned in order
     v = out[0]
-    assert (v.label, v.evidence_event, v.confidence) == ("pass", 2, 0.8)
+    assert (v.label, v.evidence_event, v.confidence) == ("pass", None, 0.8)
     assert (v.rubric, v.prompt_version, v.prompt_hash, v.model) == (
         "scope_fidelity", prompt.version, prompt.hash, "delayed:test")
     assert v.metadata["display_name"] == "delayed test judge"

@@ -9,15 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from judge.errors import ConfigError
+from judge.providers.anthropic_batch import AnthropicBatchClient
 from judge.providers.anthropic_provider import AnthropicProvider
 from judge.providers.base import JudgeRequest, ProviderFailure, ProviderResponse
-from judge.providers.batch import (
-    AnthropicBatchClient,
-    BatchNotFinished,
-    OpenAIBatchClient,
-    batch_client,
-    safe_custom_id,
-)
+from judge.providers.batch import BatchNotFinished, batch_client, safe_custom_id
+from judge.providers.openai_batch import OpenAIBatchClient
 from judge.providers.openai_provider import OpenAIProvider
 from judge.providers.scripted import ScriptedProvider
 from judge.testing import faults
@@ -132,3 +128,64 @@ async def test_bad_batches_rejected(srv: FakeProviderServer) -> None:
     assert info.value.status == 404 and not info.value.retryable
     with pytest.raises(ConfigError, match="no batch API"):
         batch_client(ScriptedProvider())
+
+
+async def test_batch_client_is_whatever_the_provider_owns() -> None:
+    """`batch_client` asks the provider: no list of provider types anywhere."""
+    from judge.providers.batch import BatchClient, BatchStatus
+    from judge.providers.heuristic import HeuristicProvider
+
+    class OwnBatches(BatchClient):
+        spec = "own"
+
+        async def submit(self, requests: object, *, metadata: object = None) -> str:
+            return "b1"
+
+        async def poll(self, batch_id: str) -> BatchStatus:
+            return BatchStatus(batch_id, "ended", done=True)
+
+        async def _results(self, batch_id: str) -> dict:
+            return {}
+
+        def custom_id(self, item_id: str) -> str:
+            return item_id
+
+    own = OwnBatches()
+
+    class WithBatches(ScriptedProvider):
+        def batch_client(self) -> BatchClient:
+            return own
+
+    assert batch_client(WithBatches()) is own
+    for provider in (HeuristicProvider(), ScriptedProvider()):
+        with pytest.raises(ConfigError) as err:
+            batch_client(provider)
+        assert str(err.value) == (f"model '{provider.spec}' has no batch API (use "
+                                  "openai:<model> or anthropic:<model>)")
+
+
+def test_openai_batch_lines_are_read_by_the_live_reader() -> None:
+    """One reader for OpenAI completions: a batch line's body is read into the SDK's own
+    ChatCompletion, exactly as a live response is."""
+    from judge.providers.openai_provider import completion_from_body, response_from_completion
+
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-x",
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": '{"label": "pass"}',
+                                     "refusal": None}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
+                      "prompt_tokens_details": {"cached_tokens": 2}}}
+    resp = response_from_completion(completion_from_body(body, "openai:gpt-x"), "openai:gpt-x")
+    assert resp.text == '{"label": "pass"}' and resp.model == "openai:gpt-x"
+    assert resp.usage == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+    assert resp.raw == {"id": "chatcmpl-1", "model": "gpt-x", "finish_reason": "stop"}
+    refused = {**body, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": None, "refusal": "I can't"}}]}
+    resp = response_from_completion(completion_from_body(refused, "s"), "s")
+    assert resp.text == "I can't" and resp.raw["refusal"] is True
+    with pytest.raises(ProviderFailure, match="completion has no choices") as empty:
+        response_from_completion(completion_from_body({**body, "choices": []}, "s"), "s")
+    assert empty.value.retryable
+    with pytest.raises(ProviderFailure, match=r"malformed completion .*field 'choices'") as bad:
+        completion_from_body({**body, "choices": "nope"}, "s")
+    assert not bad.value.retryable

@@ -22,8 +22,8 @@ EXPECTED_EXIT = [
     ("judge check examples/scenarios/browser-correction", 1),
     ("judge check examples/scenarios/tau-airline", 1),
     ("judge grade ", 1),
-    ("judge calibrate --rubric", 2),
-    ("judge calibrate --check", 1),
+    ("judge calibrate fit", 2),
+    ("judge calibrate check", 1),
 ]
 
 

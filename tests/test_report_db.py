@@ -15,13 +15,14 @@ import pytest
 from db_calibration_data import RUBRIC, airline_items, human, judge_answer, seed_database
 from typer.testing import CliRunner
 
-from judge.calibration.db import calibrate_rubric, report_from_store
 from judge.calibration.lookup import find_calibration
+from judge.calibration.regrade import calibrate_rubric
 from judge.cli.main import app
 from judge.formats import HumanLabel, Verdict
 from judge.pipeline.route import route_and_save
 from judge.prompts import load_prompt
 from judge.providers.scripted import ScriptedProvider
+from judge.reports import report_from_store
 from judge.routing import RoutingPolicy
 from judge.settings import Settings
 from judge.store import open_store

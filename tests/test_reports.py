@@ -31,7 +31,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def files(tmp_path: Path) -> tuple[Path, Path, Path]:
     labels, verdicts = write_files(tmp_path, 300)
     cal = tmp_path / "calibration"
-    assert run("calibrate", "--labels", str(labels), "--verdicts", str(verdicts),
+    assert run("calibrate", "files", "--labels", str(labels), "--verdicts", str(verdicts),
                "-o", str(cal))[0] == 0
     return labels, verdicts, cal
 

@@ -73,3 +73,23 @@ def test_reads_process_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("JUDGE_DATABASE_URL", "sqlite:///x.db")
     s = Settings.load()
     assert s.seed == 7 and s.database_url == "sqlite:///x.db"
+
+
+def test_prompts_dir_is_read_through_settings(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.prompts import prompts_root
+    from judge.settings import prompts_dir
+
+    assert prompts_dir({}) is None and prompts_dir({"JUDGE_PROMPTS_DIR": ""}) is None
+    assert prompts_dir({"JUDGE_PROMPTS_DIR": str(tmp_path)}) == tmp_path
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path))
+    assert prompts_root() == tmp_path
+    monkeypatch.delenv("JUDGE_PROMPTS_DIR")
+    assert prompts_root().name == "prompts"
+
+
+def test_settings_build_what_rendering_takes() -> None:
+    from judge.request import Redaction
+
+    s = Settings.load(environ={"JUDGE_IDENTITY_PATTERNS": "acme-bot, gpt-4o\\S*"})
+    assert s.redaction() == Redaction(identity_patterns=("acme-bot", "gpt-4o\\S*"))

@@ -47,11 +47,30 @@ def test_json_fence_and_surrounding_prose_are_tolerated(item: Item) -> None:
     assert parse_verdict("Here it is: " + _v() + " done", item, prompt, "m").label == "fail"
 
 
-def test_pass_drops_a_named_key(item: Item) -> None:
-    for key in ("refundOnce", "notAKey", "null", None):
-        v = parse_verdict(_v(label="pass", violated_key=key), item,
-                          load_prompt("scope_fidelity"), "m")
-        assert v.label == "pass" and v.violated_key is None
+def test_a_pass_names_neither_key_nor_evidence(item: Item) -> None:
+    prompt = load_prompt("scope_fidelity")
+    for key in ("null", "", None):
+        v = parse_verdict(_v(label="pass", violated_key=key, evidence_event=None), item,
+                          prompt, "m")
+        assert (v.label, v.violated_key, v.evidence_event) == ("pass", None, None)
+    for key in ("refundOnce", "notAKey", 12345):  # a pass with a key is ambiguous: invalid
+        with pytest.raises(VerdictInvalid):
+            parse_verdict(_v(label="pass", violated_key=key, evidence_event=None), item,
+                          prompt, "m")
+    with pytest.raises(VerdictInvalid, match="a pass cites no evidence"):
+        parse_verdict(_v(label="pass", violated_key=None), item, prompt, "m")
+
+
+def test_a_field_named_twice_is_invalid_whichever_value_comes_last(item: Item) -> None:
+    prompt = load_prompt("scope_fidelity")
+    body = ('{"label": "fail", "violated_key": "refundOnce", "evidence_event": 10, '
+            '"confidence": 0.8, "rationale": "x", "label": "pass"}')
+    for text in (body, "```json\n" + body + "\n```", "Verdict: " + body + " end"):
+        with pytest.raises(VerdictInvalid, match="'label' appears more than once"):
+            parse_verdict(text, item, prompt, "m")
+    nested = _v(rationale="x").replace('"rationale"', '"confidence": 0.9, "rationale"')
+    with pytest.raises(VerdictInvalid, match="'confidence' appears more than once"):
+        parse_verdict(nested, item, prompt, "m")
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -68,6 +87,11 @@ def test_pass_drops_a_named_key(item: Item) -> None:
     (_v(evidence_event=1), "evidence_event 1 is not the seq of an event shown"),
     (_v(evidence_event="ten"), "evidence_event must be an integer"),
     (_v(evidence_event=True), "evidence_event must be an integer"),
+    (_v(evidence_event=None), "evidence_event is required when label is fail"),
+    (_v(evidence_event="null"), "evidence_event is required when label is fail"),
+    (_v(label="pass", violated_key="refundOnce", evidence_event=None), "a pass names no"),
+    (_v(label="pass", violated_key=None), "a pass cites no evidence"),
+    (_v(label="pass", violated_key=None, evidence_event=1), "evidence_event 1 is not the seq"),
     (_v(confidence=1.5), "confidence must be in [0, 1]"),
     (_v(confidence=-0.1), "confidence must be in [0, 1]"),
     (_v(confidence="high"), "confidence must be a number"),
@@ -83,8 +107,8 @@ def test_shown_seqs_and_keys_are_what_the_item_allows(item: Item) -> None:
     prompt = load_prompt("scope_fidelity")
     for seq in sorted(item.slice_seqs):
         assert parse_verdict(_v(evidence_event=seq), item, prompt, "m").evidence_event == seq
-    assert parse_verdict(_v(evidence_event=None), item, prompt, "m").evidence_event is None
     assert parse_verdict(_v(evidence_event=10.0), item, prompt, "m").evidence_event == 10
+    assert parse_verdict(_v(evidence_event="10"), item, prompt, "m").evidence_event == 10
     for key in sorted(item.ledger_keys):
         assert parse_verdict(_v(violated_key=key), item, prompt, "m").violated_key == key
 

@@ -1,4 +1,4 @@
-"""Two judge versions side by side (`judge calibrate --compare OLD NEW`).
+"""Two judge versions side by side (`judge calibrate compare OLD NEW`).
 
 Each side's agreement with the human reference, computed by judge.labels on its own verdicts,
 then every item both judged whose label flipped, with both verdicts' evidence, key,

@@ -1,4 +1,4 @@
-"""Which rubrics need recalibrating (`judge calibrate --check`).
+"""Which rubrics need recalibrating (`judge calibrate check`).
 
 A rubric is stale when its current (prompt hash, model) has no calibration record, or when
 its labelled items have grown by more than `grow_share` since the newest matching record.

@@ -4,7 +4,8 @@
     judge agreement --rubric R [--prompt-version V] [--model M] [--db URL] [...]
 
 File mode needs no database. Database mode reads the newest stored verdict per item of the
-rubric (optionally one prompt version / model) and the stored label history of those items.
+rubric (optionally one prompt version / model) and the stored label history of those items
+(judge.labels.sources: the same inputs as `judge report agreement`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from judge.cli.common import cli_errors, die
-from judge.errors import InputError
-from judge.formats import HumanLabel, Verdict
-from judge.labels.files import read_labels, read_verdicts
 from judge.labels.report import agreement_report
+from judge.labels.sources import LabelledVerdicts, from_files, from_store
 
 
 class OutputFormat(StrEnum):
@@ -54,14 +53,12 @@ def agreement(
                 die("file mode needs both --labels and --verdicts")
             if rubric or prompt_version or model or db:
                 die("give either --labels/--verdicts (files) or --rubric (database), not both")
-            label_list = read_labels(labels)
-            verdict_list = read_verdicts(verdicts)
-            _check_overlap(label_list, verdict_list, str(labels), str(verdicts))
+            data = from_files(labels, verdicts)
         elif rubric:
-            label_list, verdict_list = _from_store(rubric, prompt_version, model, db)
+            data = _from_store(rubric, prompt_version, model, db)
         else:
             die("give --labels and --verdicts, or --rubric for the database")
-        report = agreement_report(label_list, verdict_list, n_boot=n_boot, seed=seed,
+        report = agreement_report(data.labels, data.verdicts, n_boot=n_boot, seed=seed,
                                   breakdown_n_boot=breakdown_n_boot)
     if fmt is OutputFormat.json:
         typer.echo(json.dumps(report, allow_nan=False))
@@ -69,32 +66,13 @@ def agreement(
         render_text(report, Console(soft_wrap=False, width=110))
 
 
-def _check_overlap(labels: list[HumanLabel], verdicts: list[Verdict], lfile: str,
-                   vfile: str) -> None:
-    labelled = {lab.item_id for lab in labels}
-    if not any(v.item_id in labelled for v in verdicts):
-        raise InputError(
-            f"shares no item with {vfile} ({len(labelled)} labelled items, "
-            f"{len(verdicts)} verdicts; compare their item_id values)",
-            file=lfile, field="item_id")
-
-
 def _from_store(rubric: str, prompt_version: str | None, model: str | None,
-                db: str | None) -> tuple[list[HumanLabel], list[Verdict]]:
+                db: str | None) -> LabelledVerdicts:
     from judge.settings import Settings
     from judge.store import open_store  # only database mode pays for the import
 
     with open_store(db or Settings.load().database_url) as store:
-        verdicts = store.verdicts_for(rubric, prompt_version, model)
-        if not verdicts:
-            raise InputError(f"no stored verdicts for rubric {rubric!r}"
-                             + (f", prompt version {prompt_version!r}" if prompt_version else "")
-                             + (f", model {model!r}" if model else ""), field="rubric")
-        labels = store.labels_for([v.item_id for v in verdicts])
-    if not labels:
-        raise InputError(f"no stored labels for the {len(verdicts)} items of rubric {rubric!r}",
-                         field="rubric")
-    return labels, verdicts
+        return from_store(store, rubric, prompt_version=prompt_version, model=model)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:

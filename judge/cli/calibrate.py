@@ -1,50 +1,42 @@
-"""`judge calibrate`: fit confidence calibration from files or the database, or check records.
+"""`judge calibrate`: fit confidence calibration, check records are current, compare judges.
 
-    judge calibrate --labels L --verdicts V [--target 0.95] [--format json|text] [--rubric R]
-                    [-o calibration/]
-    judge calibrate --rubric R [--model M] [--target 0.95] [--format json|text] [-o DIR] [--db URL]
-    judge calibrate --check [--labels L] [-o calibration/] [--model M] [--db URL]
-    judge calibrate --compare OLD.jsonl NEW.jsonl --labels L [--format json|text]
-    judge calibrate --compare OLD NEW --rubric R [--model M] [--db URL]   (prompt versions)
+    judge calibrate fit --rubric R [--model M] [--target 0.95] [--format json|text] [-o DIR]
+                        [--db URL]
+    judge calibrate files --labels L --verdicts V [--rubric R] [--target 0.95]
+                          [--format json|text] [-o DIR]
+    judge calibrate check [--labels L] [--records DIR] [--rubric R] [--model M] [--db URL]
+    judge calibrate compare OLD NEW (--labels L | --rubric R [--model M] [--db URL])
 
-File mode calibrates every (rubric, prompt version, prompt hash, model) found in the verdicts
-(or only `--rubric`) and prints one record per line (JSON Lines: a single record is one JSON
-object); `-o DIR` also writes `DIR/<rubric>/<prompt_version>__<model>.json`. Fewer than 30
-labelled items in a human class (pass or fail) is bad input: one line saying how many more
-labels are needed, exit 2. `--check` exits 1 and lists every stale rubric. `--compare`
-shows two verdict files' agreement side by side and the items whose verdict flipped.
+`fit` re-grades every labelled item of the rubric in the database with its current prompt
+version and the model (`--model`, settings, or the default) through the call cache (a second
+run makes no provider call), fits, writes the record under `calibration/`
+(JUDGE_CALIBRATION_DIR, or -o DIR) and stores it in the database, where routing finds it.
+`files` calibrates every (rubric, prompt version, prompt hash, model) found in a verdicts file
+and prints one record per line (JSON Lines). Fewer than 30 labelled items in a human class is
+bad input: one line saying how many more labels are needed, exit 2. `check` exits 1 and lists
+every stale rubric. `compare` shows two verdict files (`--labels`) or two prompt versions'
+stored verdicts (`--rubric`) side by side with the items whose verdict flipped.
 
-Database mode (`--rubric` without `--labels`/`--verdicts`) re-grades every labelled item of
-the rubric with its current prompt version and the model (`--model`, settings, or the
-default) through the database's call cache (a second run makes no provider call), writes the
-record under `calibration/` (JUDGE_CALIBRATION_DIR, or -o DIR) and stores it in the database,
-where routing finds it; routing also falls back to the committed files. `--check` also counts
-the database's labels when a database exists; `--compare OLD NEW --rubric R` compares two
-prompt versions' stored verdicts.
+The forms before subcommands (`judge calibrate --rubric R`, `--labels L --verdicts V`,
+`--check`, `--compare OLD NEW`) still run: they are mapped to a subcommand with a one-line
+deprecation note on stderr (`legacy_args`).
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
+import shlex
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
-from judge.calibration.build import MIN_PER_CLASS, TooFewLabelsError, build_record
-from judge.calibration.db import records_dir
-from judge.calibration.pairs import calibration_groups
-from judge.calibration.record import CalibrationRecord, load_records
-from judge.calibration.staleness import Current, stale_rubrics
 from judge.cli.common import cli_errors, die, warn
-from judge.cli.progress import progress_bar
-from judge.errors import ConfigError, InputError
-from judge.labels import iter_verdicts, read_labels, read_verdicts, reference_labels
-from judge.labels.report import rubric_of
 
-DEFAULT_ROOT = Path("calibration")
+if TYPE_CHECKING:
+    from judge.calibration.record import CalibrationRecord
 
 
 class OutputFormat(StrEnum):
@@ -52,106 +44,247 @@ class OutputFormat(StrEnum):
     text = "text"
 
 
-def calibrate(
-    labels: Path | None = typer.Option(None, "--labels", help="human labels (JSONL)"),
-    verdicts: Path | None = typer.Option(None, "--verdicts", help="verdicts (JSONL)"),
-    target: float = typer.Option(0.95, "--target", help="agreement auto-accepted verdicts need"),
-    fmt: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json or text"),
-    rubric: str | None = typer.Option(
-        None, "--rubric", help="only this rubric; alone: calibrate it from the database"),
-    output: Path | None = typer.Option(
-        None, "-o", "--output", help="records folder: write records here (--check: read here; "
-        "default $JUDGE_CALIBRATION_DIR or calibration/)"
-    ),
-    check: bool = typer.Option(False, "--check", help="exit 1 listing stale rubrics"),
-    compare: tuple[str, str] | None = typer.Option(
-        None, "--compare", help="OLD NEW: verdict files (with --labels) or prompt versions "
-        "(with --rubric, database): agreement side by side, flips"
-    ),
-    model: str | None = typer.Option(
-        None, "--model", help="judge model spec (database mode, --check, --compare filter)"),
+# -- the forms before subcommands --------------------------------------------------------
+_TAKES_VALUE = {"--labels", "--verdicts", "--target", "--format", "--rubric", "-o", "--output",
+                "--model", "--base-url", "--db", "--grow-share", "--seed", "--min-per-class"}
+_KEEP = {  # the old options each subcommand still takes; any other is dropped, and said so
+    "fit": {"--rubric", "--model", "--base-url", "--db", "--target", "--format", "-o",
+            "--output", "--progress", "--no-progress", "--seed", "--min-per-class", "--help"},
+    "files": {"--labels", "--verdicts", "--rubric", "--target", "--format", "-o", "--output",
+              "--seed", "--min-per-class", "--help"},
+    "check": {"--labels", "-o", "--output", "--model", "--db", "--rubric", "--grow-share",
+              "--help"},
+    "compare-files": {"--labels", "--format", "--seed", "--help"},
+    "compare-db": {"--rubric", "--model", "--db", "--format", "--seed", "--help"},
+}
+
+
+def legacy_args(args: list[str]) -> tuple[list[str], str] | None:
+    """The subcommand form of an old `judge calibrate --…` command line and its deprecation
+    note, or None when `args` already name a subcommand (or ask for help)."""
+    if not args or not args[0].startswith("-") or args[0] == "--help":
+        return None
+    options: list[tuple[str, list[str]]] = []  # (name, tokens) in the order given
+    compare: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        name = token.split("=", 1)[0] if token.startswith("--") else token
+        if name == "--compare":
+            compare = args[i + 1:i + 3]
+            i += 3
+            continue
+        width = 2 if name in _TAKES_VALUE and "=" not in token else 1
+        options.append((name, args[i:i + width]))
+        i += width
+    names = {n for n, _ in options}
+    if "--check" in names:
+        mode, sub = "check", ["check"]
+    elif compare:
+        if len(compare) < 2:
+            die("--compare needs two values: OLD NEW")
+        mode = "compare-files" if "--labels" in names else "compare-db"
+        sub = ["compare", *compare]
+    elif "--labels" in names or "--verdicts" in names:
+        mode, sub = "files", ["files"]
+    elif "--rubric" in names:
+        mode, sub = "fit", ["fit"]
+    else:
+        die("calibrate needs a subcommand: fit, files, check or compare "
+            "(see 'judge calibrate --help')")
+    kept = [t for n, tokens in options if n in _KEEP[mode] or not n.startswith("-")
+            for t in tokens]
+    dropped = sorted({n for n, _ in options if n.startswith("-") and n not in _KEEP[mode]}
+                     - {"--check"})
+    new = [*sub, *kept]
+    note = f"deprecated form: running 'judge calibrate {shlex.join(new)}'" \
+        + (f" (ignored: {', '.join(dropped)})" if dropped else "")
+    return new, note
+
+
+class _CalibrateGroup(TyperGroup):
+    """Subcommands, and the old option-only forms mapped onto them."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        mapped = None if ctx.resilient_parsing else legacy_args(args)
+        if mapped is not None:
+            args, note = mapped
+            warn(note)
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=_CalibrateGroup,
+    help="Calibrate judge confidence against human labels; check and compare calibrations.",
+    no_args_is_help=True,
+)
+
+# -- options shared by several subcommands ------------------------------------------------
+_TARGET = typer.Option(0.95, "--target", help="agreement auto-accepted verdicts need")
+_FORMAT = typer.Option(OutputFormat.json, "--format", help="json or text")
+_SEED = typer.Option(0, "--seed", help="cross-validation folds seed")
+_MIN_PER_CLASS = typer.Option(None, "--min-per-class", hidden=True)
+_DB = typer.Option(None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)")
+
+
+def _check_target(target: float) -> None:
+    if not 0.0 < target < 1.0:
+        die(f"--target must lie strictly between 0 and 1 (got {target})")
+
+
+@app.command("fit")
+def fit(
+    rubric: str = typer.Option(..., "--rubric", help="the rubric to calibrate"),
+    model: str | None = typer.Option(None, "--model", help="judge model spec (default: "
+                                     "settings, else the default model)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
-    db: str | None = typer.Option(
-        None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
+    db: str | None = _DB,
+    target: float = _TARGET,
+    fmt: OutputFormat = _FORMAT,
+    output: Path | None = typer.Option(
+        None, "-o", "--output",
+        help="records folder to write (default $JUDGE_CALIBRATION_DIR or calibration/)"),
     progress: bool | None = typer.Option(
         None, "--progress/--no-progress", help="progress bar (default: on a terminal)"),
-    grow_share: float = typer.Option(0.2, "--grow-share", help="--check: label growth limit"),
-    seed: int = typer.Option(0, "--seed", help="cross-validation folds seed"),
-    min_per_class: int = typer.Option(MIN_PER_CLASS, "--min-per-class", hidden=True),
+    seed: int = _SEED,
+    min_per_class: int | None = _MIN_PER_CLASS,
 ) -> None:
-    """Calibrate judge confidence against human labels (or --check records are current)."""
+    """Re-grade a rubric's labelled items in the database (cached), fit, write, store."""
     with cli_errors():
-        if check:
-            _check(labels, records_dir(output), model, grow_share, rubric, db)
-            return
-        if compare is not None:
-            if labels is not None:
-                _compare(labels, Path(compare[0]), Path(compare[1]), fmt, seed)
-            elif rubric is not None:
-                _compare_db(rubric, compare[0], compare[1], model, db, fmt, seed)
-            else:
-                die("calibrate --compare needs --labels (verdict files) or --rubric (database)")
-            return
-        if not 0.0 < target < 1.0:
-            die(f"--target must lie strictly between 0 and 1 (got {target})")
-        if labels is None and verdicts is None and rubric is not None:
-            _calibrate_db(rubric, model, base_url, db, target, fmt, output, seed,
-                          min_per_class, progress)
-            return
-        if labels is None or verdicts is None:
-            die("calibrate needs --labels and --verdicts (files), --rubric (database) "
-                "or --check")
+        _check_target(target)
+        from judge.calibration.build import MIN_PER_CLASS
+        from judge.calibration.regrade import calibrate_rubric
+        from judge.cli.progress import progress_bar
+        from judge.prompts import load_prompt
+        from judge.providers.registry import default_model_spec, make_provider
+        from judge.settings import Settings
+        from judge.store import open_store
+
+        settings = Settings.load(model=model, base_url=base_url, database_url=db)
+        prompt = load_prompt(rubric)  # an unknown rubric fails before the database is opened
+        provider = make_provider(settings.model or default_model_spec(settings), settings)
+        with open_store(settings.database_url) as store, \
+                progress_bar("re-grading labelled items", progress) as bar:
+            result = calibrate_rubric(
+                store, rubric, provider, settings, prompt=prompt, target=target, seed=seed,
+                min_per_class=MIN_PER_CLASS if min_per_class is None else min_per_class,
+                root=output, on_start=bar.total, on_result=bar.tick)
+            where = store.where
+    s = result.stats
+    if result.n_missing_items:
+        warn(f"{result.n_missing_items} labelled item(s) of {rubric} are not stored in the "
+             f"database and were left out")
+    warn(f"re-graded {s.items} labelled items of {rubric} with prompt {prompt.version} and "
+         f"{provider.spec}: {s.provider_calls} provider calls, {s.cache_hits} cached, "
+         f"{s.unscored} unscored; wrote {result.path}; stored in {where}")
+    _print_record(result.record, fmt)
+
+
+@app.command("files")
+def files(
+    labels: Path = typer.Option(..., "--labels", help="human labels (JSONL)"),
+    verdicts: Path = typer.Option(..., "--verdicts", help="verdicts (JSONL)"),
+    rubric: str | None = typer.Option(None, "--rubric", help="only this rubric"),
+    target: float = _TARGET,
+    fmt: OutputFormat = _FORMAT,
+    output: Path | None = typer.Option(None, "-o", "--output",
+                                       help="also write the records under this folder"),
+    seed: int = _SEED,
+    min_per_class: int | None = _MIN_PER_CLASS,
+) -> None:
+    """Calibrate from label and verdict files (no database): a record per prompt and model."""
+    with cli_errors():
+        _check_target(target)
+        from judge.calibration.build import MIN_PER_CLASS
+        from judge.calibration.from_files import calibrate_files
+
         records = calibrate_files(
-            labels, verdicts, target=target, rubric=rubric, seed=seed, min_per_class=min_per_class
-        )
+            labels, verdicts, target=target, rubric=rubric, seed=seed,
+            min_per_class=MIN_PER_CLASS if min_per_class is None else min_per_class)
         for rec in records:
             if output is not None:
                 rec.save(output)
-            typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
+            _print_record(rec, fmt)
 
 
-def calibrate_files(
-    labels: Path,
-    verdicts: Path,
-    *,
-    target: float = 0.95,
-    rubric: str | None = None,
-    seed: int = 0,
-    min_per_class: int = MIN_PER_CLASS,
-) -> list[CalibrationRecord]:
-    """One record per (rubric, prompt, model) in the verdicts; every refusal raised together."""
-    labs = read_labels(labels)
-    numbered = list(iter_verdicts(verdicts))
-    groups = calibration_groups(
-        labs, [v for _, v in numbered], rubric=rubric, verdicts_file=str(verdicts),
-        line_numbers=[n for n, _ in numbered],
-    )
-    if not groups:
-        what = f"no verdict of rubric '{rubric}'" if rubric else "no verdicts"
-        raise InputError(what, file=str(verdicts))
-    if not any(g.item_ids for g in groups):
-        raise InputError(
-            f"labels and verdicts share no item with a pass/fail label and a scored verdict "
-            f"with a confidence ({labels})",
-            file=str(verdicts),
-        )
-    records: list[CalibrationRecord] = []
-    refusals: list[str] = []
-    for g in groups:
-        try:
-            records.append(
-                build_record(
-                    g.conf, g.agreed, g.human_fail_array,
-                    rubric=g.rubric, prompt_version=g.prompt_version, prompt_hash=g.prompt_hash,
-                    model=g.model, label_set_hash=g.label_set_hash, n_labelled=g.n_labelled,
-                    target=target, seed=seed, min_per_class=min_per_class,
-                )
-            )
-        except TooFewLabelsError as exc:
-            refusals.append(exc.message)
-    if refusals:
-        raise ConfigError("; ".join(refusals))
-    return records
+@app.command("check")
+def check(
+    labels: Path | None = typer.Option(
+        None, "--labels", help="count labels here (default: the database's, if any)"),
+    records: Path | None = typer.Option(
+        None, "--records", "-o", "--output",
+        help="records folder to read (default $JUDGE_CALIBRATION_DIR or calibration/)"),
+    rubric: str | None = typer.Option(None, "--rubric", help="only this rubric"),
+    model: str | None = typer.Option(None, "--model", help="judge model spec (default: "
+                                     "settings, else the default model)"),
+    db: str | None = _DB,
+    grow_share: float = typer.Option(
+        0.2, "--grow-share", help="stale when labels grew by more than this share"),
+) -> None:
+    """Exit 1 listing rubrics whose current prompt and model lack a current record."""
+    with cli_errors():
+        from judge.calibration.files import records_dir
+        from judge.calibration.status import check_calibration
+        from judge.providers.registry import default_model_spec
+        from judge.settings import Settings
+
+        settings = Settings.load(model=model, database_url=db)
+        status = check_calibration(
+            settings.model or default_model_spec(settings), records_dir(records),
+            labels=labels, database_url=settings.database_url, rubric=rubric,
+            grow_share=grow_share)
+    if status.stale:
+        for reason in status.stale:
+            typer.echo(f"stale: {reason}")
+        raise typer.Exit(1)
+    typer.echo(f"calibration current for {len(status.current)} rubric(s) with model "
+               f"{status.model}")
+
+
+@app.command("compare")
+def compare(
+    old: str = typer.Argument(
+        ..., metavar="OLD", help="old verdicts file (--labels) or prompt version"),
+    new: str = typer.Argument(
+        ..., metavar="NEW", help="new verdicts file (--labels) or prompt version"),
+    labels: Path | None = typer.Option(
+        None, "--labels", help="human labels (JSONL): OLD and NEW are verdict files"),
+    rubric: str | None = typer.Option(
+        None, "--rubric", help="database: OLD and NEW are prompt versions of this rubric"),
+    model: str | None = typer.Option(None, "--model", help="database: only this model"),
+    db: str | None = _DB,
+    fmt: OutputFormat = _FORMAT,
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+) -> None:
+    """Two judges' agreement side by side, and the items whose verdict flipped."""
+    with cli_errors():
+        if labels is not None and rubric is not None:
+            die("give --labels (verdict files) or --rubric (prompt versions), not both")
+        if labels is None and rubric is None:
+            die("calibrate compare needs --labels (OLD, NEW: verdict files) or --rubric "
+                "(OLD, NEW: prompt versions in the database)")
+        if labels is not None:
+            if model is not None or db is not None:
+                die("--model and --db are for comparing prompt versions (--rubric)")
+            from judge.calibration.compare import compare_verdicts
+            from judge.labels import read_labels, read_verdicts
+
+            result = compare_verdicts(read_labels(labels), read_verdicts(old),
+                                      read_verdicts(new), seed=seed)
+        else:
+            assert rubric is not None
+            from judge.calibration.versions import compare_versions
+            from judge.settings import Settings
+            from judge.store import open_store
+
+            with open_store(db or Settings.load().database_url) as store:
+                result = compare_versions(store, rubric, old, new, model=model, seed=seed)
+    _print_compare(result, fmt)
+
+
+# -- printing ------------------------------------------------------------------------------
+def _print_record(rec: CalibrationRecord, fmt: OutputFormat) -> None:
+    typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
 
 
 def _text(rec: CalibrationRecord) -> str:
@@ -177,104 +310,6 @@ def _text(rec: CalibrationRecord) -> str:
             f"(one-sided {1 - rec.alpha:.0%} lower bound {rec.held_out_lower_bound:.3f})"
         )
     return "\n".join(lines)
-
-
-def _current_prompts(model: str, rubric: str | None) -> list[Current]:
-    from judge.prompts.files import list_prompts, version_key
-
-    latest: dict[str, tuple[str, str]] = {}
-    for p in list_prompts():
-        old = latest.get(p.rubric)
-        if old is None or version_key(p.version) > version_key(old[0]):
-            latest[p.rubric] = (p.version, p.hash)
-    if rubric is not None:
-        if rubric not in latest:
-            raise ConfigError(f"unknown rubric '{rubric}': no prompt files for it")
-        latest = {rubric: latest[rubric]}
-    return [(r, v, h, model) for r, (v, h) in sorted(latest.items())]
-
-
-def _calibrate_db(rubric: str, model: str | None, base_url: str | None, db: str | None,
-                  target: float, fmt: OutputFormat, output: Path | None, seed: int,
-                  min_per_class: int, progress: bool | None) -> None:
-    from judge.calibration.db import calibrate_rubric
-    from judge.prompts import load_prompt
-    from judge.providers.registry import default_model_spec, make_provider
-    from judge.settings import Settings
-    from judge.store import open_store
-
-    settings = Settings.load(model=model, base_url=base_url, database_url=db)
-    prompt = load_prompt(rubric)  # an unknown rubric fails before the database is opened
-    provider = make_provider(settings.model or default_model_spec(settings), settings)
-    with open_store(settings.database_url) as store, \
-            progress_bar("re-grading labelled items", progress) as bar:
-        result = calibrate_rubric(
-            store, rubric, provider, settings, prompt=prompt, target=target, seed=seed,
-            min_per_class=min_per_class, root=output, on_start=bar.total, on_result=bar.tick)
-        where = store.where
-    s = result.stats
-    if result.n_missing_items:
-        warn(f"{result.n_missing_items} labelled item(s) of {rubric} are not stored in the "
-             f"database and were left out")
-    warn(f"re-graded {s.items} labelled items of {rubric} with prompt {prompt.version} and "
-         f"{provider.spec}: {s.provider_calls} provider calls, {s.cache_hits} cached, "
-         f"{s.unscored} unscored; wrote {result.path}; stored in {where}")
-    rec = result.record
-    typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
-
-
-
-
-def _label_counts(labels: Path) -> dict[str, int]:
-    refs = reference_labels(read_labels(labels)).labels
-    return dict(Counter(rubric_of(i) for i, r in refs.items() if r.label != "unsure"))
-
-
-def _check(
-    labels: Path | None, root: Path, model: str | None, grow_share: float, rubric: str | None,
-    db: str | None = None,
-) -> None:
-    from judge.calibration.db import database_exists, label_counts, stored_records
-    from judge.providers.registry import default_model_spec
-    from judge.settings import Settings
-
-    settings = Settings.load(model=model, database_url=db)
-    model = settings.model or default_model_spec(settings)
-    current = _current_prompts(model, rubric)
-    counts = _label_counts(labels) if labels is not None else None
-    records = load_records(root)
-    if database_exists(settings.database_url):
-        from judge.store import open_store
-
-        with open_store(settings.database_url) as store:
-            records += stored_records(store)
-            if counts is None:
-                counts = label_counts(store, rubric)
-    reasons = stale_rubrics(records, current, counts, grow_share)
-    if reasons:
-        for reason in reasons:
-            typer.echo(f"stale: {reason}")
-        raise typer.Exit(1)
-    typer.echo(f"calibration current for {len(current)} rubric(s) with model {model}")
-
-
-def _compare(labels: Path, old: Path, new: Path, fmt: OutputFormat, seed: int) -> None:
-    from judge.calibration.compare import compare_verdicts
-
-    result = compare_verdicts(read_labels(labels), read_verdicts(old), read_verdicts(new),
-                              seed=seed)
-    _print_compare(result, fmt)
-
-
-def _compare_db(rubric: str, old: str, new: str, model: str | None, db: str | None,
-                fmt: OutputFormat, seed: int) -> None:
-    from judge.calibration.db import compare_versions
-    from judge.settings import Settings
-    from judge.store import open_store
-
-    with open_store(db or Settings.load().database_url) as store:
-        result = compare_versions(store, rubric, old, new, model=model, seed=seed)
-    _print_compare(result, fmt)
 
 
 def _print_compare(result: dict[str, Any], fmt: OutputFormat) -> None:

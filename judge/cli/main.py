@@ -38,7 +38,7 @@ app.command("schema")(schema_cmd.schema)
 
 # Sub-apps and commands register below, one line each (keep this list sorted by group).
 app.command("agreement")(agreement_cmd.agreement)
-app.command("calibrate")(calibrate_cmd.calibrate)
+app.add_typer(calibrate_cmd.app, name="calibrate")
 app.command("check")(check_cmd.check)
 app.command("grade")(grade_cmd.grade)
 app.add_typer(importers_cmd.app, name="import")

@@ -56,7 +56,7 @@ def agreement(
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
 ) -> None:
     """Agreement report: table with intervals, confusion, per key, reliability, coverage."""
-    from judge.calibration.db import records_dir
+    from judge.calibration.files import records_dir
     from judge.reports import RENDERERS, report_from_files
 
     with cli_errors():
@@ -85,7 +85,7 @@ def agreement(
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None, db: str | None,
                 calibration: Path | None, n_boot: int, seed: int) -> AgreementReport:
-    from judge.calibration.db import report_from_store
+    from judge.reports import report_from_store
     from judge.settings import Settings
     from judge.store import open_store
 

@@ -1,4 +1,5 @@
-"""Human labels and verdicts as files, reference labels, and the agreement report over them."""
+"""Human labels and verdicts (as files or from the database), reference labels, and the
+agreement report over them."""
 
 from judge.labels.files import iter_labels as iter_labels
 from judge.labels.files import iter_verdicts as iter_verdicts
@@ -12,9 +13,10 @@ from judge.labels.reference import newest_labels as newest_labels
 from judge.labels.reference import reference_labels as reference_labels
 from judge.labels.report import agreement_report as agreement_report
 from judge.labels.report import human_human_agreement as human_human_agreement
+from judge.labels.sources import LabelledVerdicts as LabelledVerdicts
 
 __all__ = [
-    "ReferenceLabel", "ReferenceSet", "agreement_report", "human_human_agreement",
-    "iter_labels", "iter_verdicts", "newest_labels", "read_labels", "read_verdicts",
-    "reference_labels", "write_labels", "write_verdicts",
+    "LabelledVerdicts", "ReferenceLabel", "ReferenceSet", "agreement_report",
+    "human_human_agreement", "iter_labels", "iter_verdicts", "newest_labels", "read_labels",
+    "read_verdicts", "reference_labels", "write_labels", "write_verdicts",
 ]

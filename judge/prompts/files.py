@@ -18,7 +18,6 @@ and the field, raised at load time, before any provider call.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,7 +30,6 @@ from judge.errors import ConfigError
 from judge.prompts.identity import prompt_hash
 from judge.verdicts.schema import verdict_schema
 
-ENV_DIR = "JUDGE_PROMPTS_DIR"
 ALLOWED_LABELS = ("pass", "fail")
 FRONT_FIELDS = ("rubric", "version", "description", "labels")
 #: Variables a template may use; `render` fills every one of them.
@@ -67,9 +65,11 @@ class Prompt:
 
 def prompts_root() -> Path:
     """The prompts directory: $JUDGE_PROMPTS_DIR, else the repository's `prompts/`."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env)
+    from judge.settings import prompts_dir  # lazy: parsing prompts needs no pydantic
+
+    named = prompts_dir()
+    if named is not None:
+        return named
     repo = Path(__file__).resolve().parents[2] / "prompts"
     return repo if repo.is_dir() else Path.cwd() / "prompts"
 

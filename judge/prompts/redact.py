@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from judge.errors import ConfigError
+from judge.request import Redaction as Redaction
 
 IDENTITY_MARK = "[candidate]"
 SECRET_MARK = "[redacted:secret]"
@@ -84,27 +84,6 @@ def may_hold_secret_fields(serialized: str) -> bool:
 def is_secret_field(name: str) -> bool:
     norm = _NON_ALNUM.sub("", name.lower())
     return norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES)
-
-
-@dataclass(frozen=True)
-class Redaction:
-    """What to keep from a judge beyond the trace's own `candidate` fields.
-
-    `identity_patterns` are case-insensitive regexes (e.g. r"gpt-4o\\S*", "support-bot");
-    `extra_identity` are literal names. `secrets=False` turns secret redaction off (tests).
-    """
-
-    identity_patterns: Sequence[str] = field(default_factory=tuple)
-    extra_identity: Sequence[str] = field(default_factory=tuple)
-    secrets: bool = True
-
-    def __post_init__(self) -> None:
-        for p in self.identity_patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ConfigError(f"identity pattern {p!r} is not a valid regular expression "
-                                  f"({exc})") from None
 
 
 def identity_strings(candidate: Any, extra: Iterable[str] = ()) -> list[str]:

@@ -5,11 +5,16 @@ Trace content (goal, ledger, events, target) goes into data blocks fenced as
 and the block contents (so a rerun renders byte-identical input and hits the cache), and any
 run of `<<<` inside content is rewritten, so content can neither guess nor forge a fence.
 The candidate's identity and secrets are scrubbed first (see redact.py).
+
+Alongside the text, `render` builds the request's `ItemView` (judge.request): the same data,
+as data, for local providers. Every data piece is scrubbed once and shown twice, in the
+block text and in the view; the view keeps only the blocks and variables the template uses.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -17,8 +22,8 @@ from judge.errors import ConfigError
 from judge.items.model import Item
 from judge.items.slice import dumps
 from judge.prompts.files import VAR_RE, Prompt
-from judge.prompts.redact import Redaction, Scrubber, escape_fences, may_hold_secret_fields
-from judge.providers.base import JudgeRequest, ModelParams
+from judge.prompts.redact import Scrubber, escape_fences, may_hold_secret_fields
+from judge.request import ItemView, JudgeRequest, ModelParams, Redaction
 
 _STATUSES = ("active", "completed", "revoked", "failed", "expired")
 
@@ -34,85 +39,142 @@ def indent_lines(text: str) -> str:
 
 class Blocks:
     """Text built from literal segments (ours) and data segments (from the trace). Data
-    segments are scrubbed together (`finish`) and fence-escaped; literals are left alone."""
+    segments are scrubbed together (`finish`) and fence-escaped; literals are left alone.
+
+    `data` returns the piece's slot (its index among this block's pieces); after `finish`,
+    `pieces()` holds every piece as shown, which is what the view is built from.
+    """
 
     def __init__(self, scrub: Scrubber) -> None:
         self.scrub = scrub
         self.segs: list[str] = []
         self.data_at: list[int] = []
+        self.structured: set[int] = set()  # slots holding JSON text (a structured value)
+        self.shown: list[str] = []
 
     def lit(self, s: str) -> None:
         self.segs.append(s)
 
-    def data(self, v: Any) -> None:
+    def data(self, v: Any) -> int:
+        slot = len(self.data_at)
         self.data_at.append(len(self.segs))
         if isinstance(v, str):
             self.segs.append(v)
-            return
+            return slot
+        self.structured.add(slot)
         text = dumps(v)
         if self.scrub.secrets and may_hold_secret_fields(text):
             redacted = self.scrub.value(v)
             if redacted is not v:
                 text = dumps(redacted)
         self.segs.append(text)
+        return slot
 
     def keyed_value(self, key: Any, value: Any) -> Any:
         """`value` as held under `key`: redacted when the key names a secret."""
         return self.scrub.value({str(key): value})[str(key)]
 
     def finish(self) -> str:
-        pieces = self.scrub.texts([self.segs[i] for i in self.data_at])
-        for i, text in zip(self.data_at, pieces, strict=True):
-            self.segs[i] = indent_lines(escape_fences(text))
+        shown = [escape_fences(t) for t in self.scrub.texts([self.segs[i]
+                                                             for i in self.data_at])]
+        for i, text in zip(self.data_at, shown, strict=True):
+            self.segs[i] = indent_lines(text)
+        self.shown = shown
         self.data_at = []
         return "".join(self.segs)
 
+    def pieces(self) -> Pieces:
+        """This block's pieces, for the view (call once, after `finish`)."""
+        return Pieces(self.shown, self.structured)
 
-def add_event(b: Blocks, d: dict[str, Any]) -> None:
-    """One event as one line: a header we write, then its (data) content."""
+
+class Pieces:
+    """One block's data pieces as shown (scrubbed, fence-escaped); `structured` slots hold
+    JSON text, parsed back when read."""
+
+    __slots__ = ("shown", "structured")
+
+    def __init__(self, shown: list[str], structured: set[int]) -> None:
+        self.shown = shown
+        self.structured = structured
+
+    def value(self, slot: int) -> Any:
+        text = self.shown[slot]
+        if slot not in self.structured:
+            return text
+        try:
+            return json.loads(text)
+        except ValueError:  # scrubbing broke the JSON: the text is what was shown
+            return text
+
+
+#: an event as rendered: (seq, turn, kind, first slot, field names of its pieces in order);
+#: first slot -1 is the events block's reference to the target
+EventShape = tuple[Any, Any, str, int, tuple[str, ...]]
+#: a field name meaning "an object whose fields are the event's" (kinds without a layout)
+_MERGED = ""
+
+
+def add_event(b: Blocks, d: dict[str, Any]) -> EventShape:
+    """One event as one line: a header we write, then its (data) content. Returns where
+    its pieces sit, for the view."""
     kind = str(d.get("kind"))
+    first = len(b.data_at)
+    names: tuple[str, ...] = ()
     b.lit(f"[seq {d.get('seq')} · turn {d.get('turn')}] {kind}")
     if kind in ("tool_call", "tool_result"):
         b.lit(" ")
         b.data(d.get("tool", ""))
+        names = ("tool",)
         if d.get("call_id"):
             b.lit(" (call ")
             b.data(d["call_id"])
             b.lit(")")
+            names = ("tool", "call_id")
     if kind in ("user", "assistant"):
         b.lit(": ")
         b.data(d.get("text", ""))
+        names = ("text",)
     elif kind == "tool_call":
         b.lit(" args=")
         b.data(d.get("args", {}))
+        names += ("args",)
     elif kind == "tool_result":
         if d.get("error") is not None:
             b.lit(" ERROR: ")
             b.data(d["error"])
+            names += ("error",)
         else:
             b.lit(" result=")
             b.data(d.get("result"))
+            names += ("result",)
     elif kind == "state_write":
         b.lit(" ")
         b.data(d.get("key", ""))
         b.lit(" = ")
         b.data(b.keyed_value(d.get("key", ""), d.get("value")))
+        names = ("key", "value")
     elif kind == "summary":
         if d.get("reason"):
             b.lit(" (")
             b.data(d["reason"])
             b.lit(")")
+            names = ("reason",)
         b.lit(": ")
         b.data(d.get("text", ""))
+        names += ("text",)
     else:
         b.lit(": ")
         b.data({k: v for k, v in d.items() if k not in ("seq", "turn", "kind")})
+        names = (_MERGED,)
+    return (d.get("seq"), d.get("turn"), kind, first, names)
 
 
 def add_events(b: Blocks, events: tuple[dict[str, Any], ...],
-               target_seq: int | None = None) -> None:
+               target_seq: int | None = None) -> list[EventShape]:
     """The slice, one line per event; the target is only referenced (it has its own block)."""
     prev: int | None = None
+    shapes: list[EventShape] = []
     for d in events:
         seq = int(d.get("seq", 0))
         if prev is not None:
@@ -122,9 +184,11 @@ def add_events(b: Blocks, events: tuple[dict[str, Any], ...],
         if seq == target_seq:
             b.lit(f"[seq {seq} · turn {d.get('turn')}] {d.get('kind')}: the item under "
                   "review, shown in full in the target block")
+            shapes.append((d.get("seq"), d.get("turn"), str(d.get("kind")), -1, ()))
         else:
-            add_event(b, d)
+            shapes.append(add_event(b, d))
         prev = seq
+    return shapes
 
 
 def events_text(events: tuple[dict[str, Any], ...], scrub: Scrubber,
@@ -134,11 +198,18 @@ def events_text(events: tuple[dict[str, Any], ...], scrub: Scrubber,
     return b.finish()
 
 
-def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
+#: ledger shape: status -> [(first slot, aliases, class, sensitivity, source, since_turn)],
+#: "superseded" -> [(first slot, set_turn, superseded_turn)]; an entry's pieces are its key,
+#: its value, then its aliases
+LedgerShape = dict[str, list[tuple[Any, ...]]]
+
+
+def add_ledger(b: Blocks, ledger: dict[str, Any]) -> LedgerShape:
     """The snapshot grouped by status, one entry per line; superseded values last.
 
     `- key (class, sensitivity, set by source at turn N): value | aliases: a; b`
     """
+    shape: LedgerShape = {}
     lines = 0
     for status in _STATUSES:
         entries = ledger.get(status) or []
@@ -146,28 +217,97 @@ def add_ledger(b: Blocks, ledger: dict[str, Any]) -> None:
             continue
         b.lit(("\n" if lines else "") + f"{status}:")
         lines += 1
+        listed: list[tuple[Any, ...]] = []
         for e in entries:
             b.lit("\n- ")
-            b.data(e["key"])
+            first = b.data(e["key"])
             b.lit(f" ({e['class']}, {e['sensitivity']}, set by {e['source']} at turn "
                   f"{e['since_turn']}): ")
             b.data(b.keyed_value(e["key"], e.get("value")))
-            if e.get("aliases"):
+            aliases = e.get("aliases") or ()
+            if aliases:  # one piece each, so the view has each alias as shown
                 b.lit(" | aliases: ")
-                b.data("; ".join(str(a) for a in e["aliases"]))
+                b.data(str(aliases[0]))
+                for alias in aliases[1:]:
+                    b.lit("; ")
+                    b.data(str(alias))
+            listed.append((first, len(aliases), e["class"], e["sensitivity"], e["source"],
+                           e["since_turn"]))
+        shape[status] = listed
     olds = ledger.get("superseded") or []
     if olds:
         b.lit(("\n" if lines else "")
               + "superseded (obsolete values, replaced by the active value of the key):")
         lines += 1
+        listed = []
         for o in olds:
             b.lit("\n- ")
-            b.data(o["key"])
+            first = b.data(o["key"])
             b.lit(": ")
             b.data(o.get("value"))
             b.lit(f" (set at turn {o['set_turn']}, superseded at turn {o['superseded_turn']})")
+            listed.append((first, o["set_turn"], o["superseded_turn"]))
+        shape["superseded"] = listed
     if not lines:
         b.lit("(the reviewed ledger has no entries at this point)")
+    return shape
+
+
+class ShownData:
+    """The data blocks of one render that the template uses, as the view reads them: the
+    pieces as shown and where each value sits. It holds no item and no scrubber."""
+
+    def __init__(self, blocks: dict[str, Pieces], target: EventShape,
+                 events: list[EventShape], ledger: LedgerShape) -> None:
+        self.blocks = blocks
+        self._target = target
+        self._events = events
+        self._ledger = ledger
+
+    def part(self, name: str) -> Any:
+        """The view of block `name` (goal, target, events, ledger); None when not shown."""
+        pieces = self.blocks.get(name)
+        if pieces is None:
+            return None
+        if name == "goal":
+            return pieces.value(0)
+        if name == "target":
+            return self._event(pieces, self._target)
+        if name == "events":
+            return [self._event(pieces, shape) for shape in self._events]
+        return self._ledger_view(pieces)
+
+    def _event(self, pieces: Pieces, shape: EventShape) -> dict[str, Any]:
+        seq, turn, kind, first, names = shape
+        if first < 0:  # the target, referenced from the events block
+            target = self.blocks.get("target")
+            if target is not None:
+                return self._event(target, self._target)
+            return {"seq": seq, "turn": turn, "kind": kind}
+        event: dict[str, Any] = {"seq": seq, "turn": turn, "kind": kind}
+        for offset, name in enumerate(names):
+            value = pieces.value(first + offset)
+            if name == _MERGED and isinstance(value, dict):
+                event.update({str(k): v for k, v in value.items() if k not in event})
+            else:
+                event[name or "fields"] = value
+        return event
+
+    def _ledger_view(self, pieces: Pieces) -> dict[str, Any]:
+        view: dict[str, Any] = {}
+        for status, listed in self._ledger.items():
+            if status == "superseded":
+                view[status] = [{"key": pieces.value(first), "value": pieces.value(first + 1),
+                                 "set_turn": set_turn, "superseded_turn": superseded_turn}
+                                for first, set_turn, superseded_turn in listed]
+                continue
+            view[status] = [
+                {"key": pieces.value(first), "class": cls, "sensitivity": sensitivity,
+                 "source": source, "since_turn": since_turn,
+                 "value": pieces.value(first + 1),
+                 "aliases": [pieces.value(first + 2 + n) for n in range(aliases)]}
+                for first, aliases, cls, sensitivity, source, since_turn in listed]
+        return view
 
 
 def _fence(name: str, nonce: str, body: str) -> str:
@@ -184,9 +324,9 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     built: dict[str, Blocks] = {name: Blocks(scrub) for name in ("goal", "ledger", "events",
                                                                   "target")}
     # Structured values first (secret fields are found), then every text is scrubbed.
-    add_event(built["target"], item.target)
-    add_events(built["events"], item.events, item.seq)
-    add_ledger(built["ledger"], item.ledger)
+    target = add_event(built["target"], item.target)
+    events = add_events(built["events"], item.events, item.seq)
+    ledger = add_ledger(built["ledger"], item.ledger)
     built["goal"].data(item.goal)
     blocks = {name: b.finish() for name, b in built.items()}
     if nonce is None:
@@ -210,19 +350,29 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     def fill(template: str) -> str:
         return VAR_RE.sub(lambda m: values[m.group(1)], template)
 
+    used = prompt.variables
+    shown = ShownData({name: b.pieces() for name, b in built.items() if name in used},
+                  target, events, ledger)
+    view = ItemView(
+        rubric=item.rubric, kind=item.kind,
+        seq=item.seq if used & {"target_seq", "target", "events"} else None,
+        turn=item.turn if used & {"target", "events"} else None,
+        ledger_keys=item.ledger_keys if "ledger_keys" in used else None,
+        slice_seqs=item.slice_seqs if "event_seqs" in used else None,
+        parts=shown.part)
     return JudgeRequest(
         item_id=item.item_id, system=fill(prompt.system),
         messages=({"role": "user", "content": fill(prompt.user)},),
-        schema=prompt.schema, schema_name="verdict", params=params, item=item,
+        schema=prompt.schema, schema_name="verdict", params=params, view=view,
     )
 
 
 REASK_TEXT = (
     "Your previous reply was not a valid verdict: {error}\n"
-    "Reply again with only one JSON object that follows the schema: label, violated_key "
-    "(a key listed in the ledger block, required for fail, null for pass), evidence_event "
-    "(a seq of an event shown in the events block), confidence (a number from 0 to 1) "
-    "and rationale."
+    "Reply again with only one JSON object, each field once, that follows the schema: label, "
+    "violated_key (a key listed in the ledger block, required for fail, null for pass), "
+    "evidence_event (for fail, the seq of an event shown in the events block; null for "
+    "pass), confidence (a number from 0 to 1) and rationale."
 )
 
 
@@ -233,4 +383,4 @@ def reask(request: JudgeRequest, completion: str, error: str) -> JudgeRequest:
                 {"role": "user", "content": REASK_TEXT.format(error=error)})
     return JudgeRequest(item_id=request.item_id, system=request.system, messages=messages,
                         schema=request.schema, schema_name=request.schema_name,
-                        params=request.params, item=request.item)
+                        params=request.params, view=request.view)

@@ -1,4 +1,5 @@
-"""Judge providers behind one small interface (see `base`)."""
+"""Judge providers behind one small interface (see `base`); `registry` maps model specs to
+them. The request types are re-exported from `judge.request`, where they live."""
 
 from judge.providers.base import CallCache as CallCache
 from judge.providers.base import CallRecord as CallRecord

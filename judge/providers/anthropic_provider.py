@@ -1,19 +1,29 @@
 """`anthropic:<model>`: Claude through the official SDK, with the verdict schema as a forced
 tool; the completion text is the tool call's input as JSON.
 
-The SDK's own retries are off (`max_retries=0`): judge's retry helper decides.
+The SDK's own retries are off (`max_retries=0`): judge's retry helper decides. The SDK is
+imported when a provider is built, not with this module. Batches: `anthropic_batch.py`.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
-
-from judge.providers.base import JudgeRequest, Provider, ProviderFailure, ProviderResponse
+from judge.errors import ConfigError
+from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
 from judge.providers.retry import is_retryable_status, parse_retry_after
+
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import Message
+
+    from judge.providers.batch import BatchClient
+    from judge.settings import Settings
+
+#: the model `default_model_spec` picks when ANTHROPIC_API_KEY is set
+DEFAULT_MODEL = "claude-haiku-4-5"
 
 #: Anthropic error types inside a 200 batch result or an error body that are worth retrying
 RETRYABLE_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error",
@@ -39,26 +49,26 @@ def messages_body(request: JudgeRequest, model: str) -> dict[str, Any]:
     }
 
 
-def response_from_message(data: dict[str, Any], spec: str,
+def response_from_message(message: Message, spec: str,
                           latency_s: float = 0.0) -> ProviderResponse:
-    """A ProviderResponse from a message object (as a dict): the first tool_use input as JSON,
-    or the text blocks when the model did not call the tool."""
-    blocks = data.get("content") or []
+    """The ProviderResponse of a message (live, or a batch entry's): the first tool_use
+    input as JSON, or the text blocks when the model did not call the tool."""
     text = ""
-    for block in blocks:
-        if block.get("type") == "tool_use":
-            text = json.dumps(block.get("input"))
+    for block in message.content:
+        if block.type == "tool_use":
+            text = json.dumps(block.input)
             break
     else:
-        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
-    raw = {"id": data.get("id"), "model": data.get("model"),
-           "stop_reason": data.get("stop_reason")}
+        text = "".join(b.text for b in message.content if b.type == "text")
+    usage = {k: v for k, v in message.usage if isinstance(v, int) and not isinstance(v, bool)}
+    raw = {"id": message.id, "model": message.model, "stop_reason": message.stop_reason}
     return ProviderResponse(text=text, model=spec, usage=usage, latency_s=latency_s, raw=raw)
 
 
 def failure_from_error(exc: Exception, what: str) -> ProviderFailure:
     """Map an anthropic SDK exception to a ProviderFailure with the right retry advice."""
+    import anthropic
+
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderFailure(f"{what}: request timed out", retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
@@ -78,23 +88,50 @@ def _short(text: str, limit: int = 300) -> str:
 class AnthropicProvider(Provider):
     """A Claude model as a judge (forced tool use with the verdict schema)."""
 
+    prefix = "anthropic"
+    forms = ("anthropic:<model>",)
+
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  timeout: float = 60.0, client: anthropic.AsyncAnthropic | None = None) -> None:
+        import anthropic
+
         self.model = model
         self.spec = f"anthropic:{model}"
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url,
                                                          timeout=timeout, max_retries=0)
 
+    @classmethod
+    def from_settings(cls, argument: str | None, settings: Settings) -> AnthropicProvider:
+        """ANTHROPIC_API_KEY; the base URL from --base-url / JUDGE_BASE_URL (with a base URL
+        and no key, a placeholder key: a proxy or a fake server)."""
+        model = argument or ""
+        api_key = settings.anthropic_api_key
+        if not api_key:
+            if not settings.base_url:
+                raise ConfigError(f"model spec 'anthropic:{model}' needs ANTHROPIC_API_KEY")
+            api_key = NO_KEY
+        return cls(model, api_key=api_key, base_url=settings.base_url, timeout=settings.timeout)
+
+    @classmethod
+    def default_spec(cls, settings: Settings) -> str | None:
+        return f"anthropic:{DEFAULT_MODEL}" if settings.anthropic_api_key else None
+
+    def batch_client(self) -> BatchClient:
+        from judge.providers.anthropic_batch import AnthropicBatchClient
+
+        return AnthropicBatchClient(self)
+
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
+        import anthropic
+
         body = messages_body(request, self.model)
         started = time.perf_counter()
         try:
             message = await self.client.messages.create(**body)
         except anthropic.AnthropicError as exc:
             raise failure_from_error(exc, self.spec) from exc
-        latency = time.perf_counter() - started
-        return response_from_message(message.model_dump(), self.spec, latency)
+        return response_from_message(message, self.spec, time.perf_counter() - started)
 
     async def aclose(self) -> None:
         await self.client.close()

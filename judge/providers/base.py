@@ -8,40 +8,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from judge.request import JudgeRequest as JudgeRequest
+from judge.request import ModelParams as ModelParams
 
-@dataclass(frozen=True)
-class ModelParams:
-    """Generation parameters; part of the cache key."""
+if TYPE_CHECKING:
+    from judge.providers.batch import BatchClient
+    from judge.settings import Settings
 
-    temperature: float = 0.0
-    seed: int | None = 0
-    max_tokens: int = 1024
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """A rendered, redacted, model-blind request for one item.
-
-    `messages` are chat turns after the system prompt (`{"role": "user"|"assistant",
-    "content": str}`); a re-ask appends the previous completion and the validation error.
-    `schema` is the JSON Schema the verdict must follow. `item` is the structured item,
-    for providers that reason over it without text (heuristic, scripted); network providers
-    never read it.
-    """
-
-    item_id: str
-    system: str
-    messages: tuple[dict[str, str], ...]
-    schema: dict[str, Any]
-    schema_name: str = "verdict"
-    params: ModelParams = ModelParams()
-    item: Any = None
-
+#: placeholder key for OpenAI-compatible servers that need none (vLLM, Ollama, llama.cpp)
+NO_KEY = "not-needed"
 
 @dataclass
 class ProviderResponse:
@@ -68,7 +45,20 @@ class ProviderFailure(Exception):
 
 
 class Provider(ABC):
-    """A judge model. Subclasses implement `generate`; one module each, imported lazily."""
+    """A judge model. Subclasses implement `generate`; one module each.
+
+    A provider class is also its own registration: its spec `prefix` and `forms`, how it is
+    built from settings (`from_settings`), when it is the default (`default_spec`), and its
+    batch client (`batch_client`). `judge.providers.registry` maps prefixes to modules and
+    asks the class. Provider modules import their SDK only when a provider is built, so
+    importing one is cheap and never fails for a missing SDK.
+    """
+
+    #: the spec prefix: "openai" in "openai:gpt-4.1-mini"
+    prefix: ClassVar[str]
+    #: the spec forms it accepts, for messages: "heuristic" (no argument) and/or
+    #: "openai:<model>" (a non-empty argument after the colon)
+    forms: ClassVar[tuple[str, ...]]
 
     #: the model spec, e.g. "openai:gpt-4.1-mini", "heuristic"
     spec: str
@@ -76,6 +66,23 @@ class Provider(ABC):
     display_name: str
     #: False for providers that run locally without a network (no retries, no rate limit)
     remote: bool = True
+
+    @classmethod
+    def from_settings(cls, argument: str | None, settings: Settings) -> Provider:
+        """Build from a spec's argument (the text after `prefix:`; None without a colon)
+        and settings. ConfigError, before any call, if it cannot work; ImportError when its
+        SDK is missing (the registry turns that into an install hint). Registered providers
+        override it; wrappers around a provider do not."""
+        raise NotImplementedError(f"{cls.__name__} is not built from a model spec")
+
+    @classmethod
+    def default_spec(cls, settings: Settings) -> str | None:
+        """The spec to use when none is named and `settings` point at this provider."""
+        return None
+
+    def batch_client(self) -> BatchClient | None:
+        """This provider's batch client, or None when it has no batch API."""
+        return None
 
     @abstractmethod
     async def generate(self, request: JudgeRequest) -> ProviderResponse:

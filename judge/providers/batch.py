@@ -1,7 +1,8 @@
-"""Batch grading through the providers' batch APIs: OpenAI Batch (Files + Batches) and
-Anthropic Message Batches, both through the SDKs.
+"""Batch grading through the providers' batch APIs. Each provider with one owns its client
+(`openai_batch.py`: OpenAI Batch, Files + Batches; `anthropic_batch.py`: Message Batches,
+both through the SDKs); this module holds what they share.
 
-    client = batch_client(provider)               # from an OpenAIProvider / AnthropicProvider
+    client = batch_client(provider)               # asks the provider (`Provider.batch_client`)
     batch_id = await client.submit(requests)      # store batch_id: everything resumes from it
     status = await client.wait(batch_id)          # poll with backoff (or `poll` once)
     results = await client.collect(batch_id, item_ids)   # item id -> response | failure
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 import time
 from abc import ABC, abstractmethod
@@ -27,7 +27,6 @@ from typing import Any
 
 from judge.errors import ConfigError
 from judge.providers.base import JudgeRequest, Provider, ProviderFailure, ProviderResponse
-from judge.providers.retry import is_retryable_status
 
 BatchResult = ProviderResponse | ProviderFailure
 
@@ -124,187 +123,17 @@ class BatchClient(ABC):
 
 
 def batch_client(provider: Provider) -> BatchClient:
-    """The batch client for a network provider; ConfigError for providers without one."""
-    from judge.providers.anthropic_provider import AnthropicProvider
-    from judge.providers.openai_provider import OpenAIProvider
+    """The provider's batch client; ConfigError for providers without one."""
+    client = provider.batch_client()
+    if client is None:
+        from judge.providers.registry import batch_forms
 
-    if isinstance(provider, OpenAIProvider):
-        return OpenAIBatchClient(provider)
-    if isinstance(provider, AnthropicProvider):
-        return AnthropicBatchClient(provider)
-    raise ConfigError(f"model '{provider.spec}' has no batch API (use openai:<model> or "
-                      "anthropic:<model>)")
+        raise ConfigError(f"model '{provider.spec}' has no batch API (use "
+                          f"{' or '.join(batch_forms())})")
+    return client
 
 
-class OpenAIBatchClient(BatchClient):
-    """OpenAI Batch API: JSONL of /v1/chat/completions bodies, custom_id = item id."""
-
-    def __init__(self, provider: Any) -> None:
-        super().__init__()
-        self.provider = provider
-        self.spec = provider.spec
-
-    def custom_id(self, item_id: str) -> str:
-        return item_id
-
-    async def submit(self, requests: Sequence[JudgeRequest], *,
-                     metadata: dict[str, str] | None = None) -> str:
-        import openai
-
-        from judge.providers.openai_provider import chat_body, failure_from_error
-
-        ids = _unique_ids(requests)
-        lines = [json.dumps({"custom_id": r.item_id, "method": "POST",
-                             "url": "/v1/chat/completions",
-                             "body": chat_body(r, self.provider.model,
-                                               token_field=self.provider.token_field)})
-                 for r in requests]
-        data = ("\n".join(lines) + "\n").encode("utf-8")
-        client = self.provider.client
-        try:
-            upload = await client.files.create(file=("judge-batch.jsonl", data,
-                                                     "application/jsonl"), purpose="batch")
-            batch = await client.batches.create(input_file_id=upload.id,
-                                                endpoint="/v1/chat/completions",
-                                                completion_window="24h", metadata=metadata)
-        except openai.OpenAIError as exc:
-            raise failure_from_error(exc, f"{self.spec} batch submit") from exc
-        self.custom_ids[batch.id] = {i: i for i in ids}
-        return str(batch.id)
-
-    async def poll(self, batch_id: str) -> BatchStatus:
-        import openai
-
-        from judge.providers.openai_provider import failure_from_error
-
-        try:
-            batch = await self.provider.client.batches.retrieve(batch_id)
-        except openai.OpenAIError as exc:
-            raise failure_from_error(exc, f"{self.spec} batch poll") from exc
-        counts = batch.request_counts
-        return BatchStatus(
-            batch_id=batch_id, state=batch.status,
-            done=batch.status in ("completed", "failed", "expired", "cancelled"),
-            total=counts.total if counts else 0, succeeded=counts.completed if counts else 0,
-            failed=counts.failed if counts else 0, raw=batch.model_dump())
-
-    async def _results(self, batch_id: str) -> dict[str, BatchResult]:
-        import openai
-
-        from judge.providers.openai_provider import failure_from_error, response_from_completion
-
-        client = self.provider.client
-        try:
-            batch = await client.batches.retrieve(batch_id)
-            texts = [(await client.files.content(fid)).text
-                     for fid in (batch.output_file_id, batch.error_file_id) if fid]
-        except openai.OpenAIError as exc:
-            raise failure_from_error(exc, f"{self.spec} batch collect") from exc
-        out: dict[str, BatchResult] = {}
-        for text in texts:
-            for line in text.splitlines():
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                custom_id = str(row.get("custom_id"))
-                response = row.get("response") or {}
-                status = response.get("status_code")
-                if status == 200:
-                    try:
-                        out[custom_id] = response_from_completion(response.get("body") or {},
-                                                                  self.spec)
-                    except ProviderFailure as failure:
-                        out[custom_id] = failure
-                    continue
-                error = row.get("error") or (response.get("body") or {}).get("error") or {}
-                message = error.get("message") or "failed in batch"
-                code = error.get("code")
-                retryable = code == "batch_expired" or (
-                    isinstance(status, int) and is_retryable_status(status))
-                out[custom_id] = ProviderFailure(
-                    f"{self.spec}: batch entry failed: {status or code}: {message}",
-                    retryable=retryable, status=status if isinstance(status, int) else None)
-        return out
-
-
-class AnthropicBatchClient(BatchClient):
-    """Anthropic Message Batches: params = the /v1/messages body, custom_id = safe id."""
-
-    def __init__(self, provider: Any) -> None:
-        super().__init__()
-        self.provider = provider
-        self.spec = provider.spec
-
-    def custom_id(self, item_id: str) -> str:
-        return safe_custom_id(item_id)
-
-    async def submit(self, requests: Sequence[JudgeRequest], *,
-                     metadata: dict[str, str] | None = None) -> str:
-        import anthropic
-
-        from judge.providers.anthropic_provider import failure_from_error, messages_body
-
-        ids = _unique_ids(requests)
-        mapping = {safe_custom_id(i): i for i in ids}
-        if len(mapping) != len(ids):  # pragma: no cover - needs a sha256 prefix collision
-            raise ValueError("two item ids map to the same custom_id")
-        entries = [{"custom_id": safe_custom_id(r.item_id),
-                    "params": messages_body(r, self.provider.model)} for r in requests]
-        try:
-            batch = await self.provider.client.messages.batches.create(requests=entries)
-        except anthropic.AnthropicError as exc:
-            raise failure_from_error(exc, f"{self.spec} batch submit") from exc
-        self.custom_ids[batch.id] = mapping
-        return str(batch.id)
-
-    async def poll(self, batch_id: str) -> BatchStatus:
-        import anthropic
-
-        from judge.providers.anthropic_provider import failure_from_error
-
-        try:
-            batch = await self.provider.client.messages.batches.retrieve(batch_id)
-        except anthropic.AnthropicError as exc:
-            raise failure_from_error(exc, f"{self.spec} batch poll") from exc
-        c = batch.request_counts
-        return BatchStatus(batch_id=batch_id, state=batch.processing_status,
-                           done=batch.processing_status == "ended",
-                           total=c.processing + c.succeeded + c.errored + c.canceled + c.expired,
-                           succeeded=c.succeeded, failed=c.errored + c.canceled + c.expired,
-                           raw=batch.model_dump(mode="json"))
-
-    async def _results(self, batch_id: str) -> dict[str, BatchResult]:
-        import anthropic
-
-        from judge.providers.anthropic_provider import (
-            RETRYABLE_ERROR_TYPES,
-            failure_from_error,
-            response_from_message,
-        )
-
-        out: dict[str, BatchResult] = {}
-        try:
-            decoder = await self.provider.client.messages.batches.results(batch_id)
-            async for entry in decoder:
-                result = entry.result.model_dump()
-                kind = result.get("type")
-                if kind == "succeeded":
-                    out[entry.custom_id] = response_from_message(result["message"], self.spec)
-                elif kind == "errored":
-                    error = (result.get("error") or {}).get("error") or {}
-                    etype = str(error.get("type", "api_error"))
-                    out[entry.custom_id] = ProviderFailure(
-                        f"{self.spec}: batch entry errored: {etype}: {error.get('message')}",
-                        retryable=etype in RETRYABLE_ERROR_TYPES)
-                else:
-                    out[entry.custom_id] = ProviderFailure(
-                        f"{self.spec}: batch entry {kind}", retryable=True)
-        except anthropic.AnthropicError as exc:
-            raise failure_from_error(exc, f"{self.spec} batch collect") from exc
-        return out
-
-
-def _unique_ids(requests: Sequence[JudgeRequest]) -> list[str]:
+def unique_ids(requests: Sequence[JudgeRequest]) -> list[str]:
     ids = [r.item_id for r in requests]
     if not ids:
         raise ValueError("a batch needs at least one request")

@@ -2,18 +2,28 @@
 official SDK. Also any OpenAI-compatible server (vLLM, Ollama, llama.cpp) via `base_url`.
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides, using the
-`ProviderFailure` this module raises for every SDK error.
+`ProviderFailure` this module raises for every SDK error. The SDK is imported when a
+provider is built, not with this module. Batches: `openai_batch.py`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-
-from judge.providers.base import JudgeRequest, Provider, ProviderFailure, ProviderResponse
+from judge.errors import ConfigError
+from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
 from judge.providers.retry import is_retryable_status, parse_retry_after
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    from judge.providers.batch import BatchClient
+    from judge.settings import Settings
+
+#: the model `default_model_spec` picks when OpenAI settings are present
+DEFAULT_MODEL = "gpt-4.1-mini"
 
 
 def chat_body(request: JudgeRequest, model: str, *,
@@ -40,25 +50,44 @@ def chat_body(request: JudgeRequest, model: str, *,
     return body
 
 
-def response_from_completion(data: dict[str, Any], spec: str,
+def response_from_completion(completion: ChatCompletion, spec: str,
                              latency_s: float = 0.0) -> ProviderResponse:
-    """A ProviderResponse from a chat.completion object (as a dict)."""
-    choices = data.get("choices") or []
-    if not choices:
-        raise ProviderFailure("completion has no choices", retryable=True)
-    choice = choices[0]
-    message = choice.get("message") or {}
-    text = message.get("content") or message.get("refusal") or ""
-    usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
-    raw = {"id": data.get("id"), "model": data.get("model"),
-           "finish_reason": choice.get("finish_reason")}
-    if message.get("refusal"):
+    """The ProviderResponse of a chat completion: the one reader for live completions and
+    batch results (`completion_from_body` reads a batch line's body into the same type)."""
+    if not completion.choices:
+        raise ProviderFailure(f"{spec}: completion has no choices", retryable=True)
+    choice = completion.choices[0]
+    message = choice.message
+    usage = completion.usage
+    counts = ({k: v for k, v in usage if isinstance(v, int) and not isinstance(v, bool)}
+              if usage is not None else {})
+    raw: dict[str, Any] = {"id": completion.id, "model": completion.model,
+                           "finish_reason": choice.finish_reason}
+    if message.refusal:
         raw["refusal"] = True
-    return ProviderResponse(text=text, model=spec, usage=usage, latency_s=latency_s, raw=raw)
+    return ProviderResponse(text=message.content or message.refusal or "", model=spec,
+                            usage=counts, latency_s=latency_s, raw=raw)
+
+
+def completion_from_body(body: Any, spec: str) -> ChatCompletion:
+    """A batch line's response body as the SDK's ChatCompletion (validated: a batch file is
+    data we read ourselves, not a response the SDK checked); malformed is a failure."""
+    import pydantic
+    from openai.types.chat import ChatCompletion
+
+    try:
+        return ChatCompletion.model_validate(body)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        raise ProviderFailure(f"{spec}: malformed completion in batch result: field "
+                              f"'{where}': {err['msg']}", retryable=False) from None
 
 
 def failure_from_error(exc: Exception, what: str) -> ProviderFailure:
     """Map an openai SDK exception to a ProviderFailure with the right retry advice."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return ProviderFailure(f"{what}: request timed out", retryable=True)
     if isinstance(exc, openai.APIConnectionError):
@@ -81,8 +110,13 @@ def _short(text: str, limit: int = 300) -> str:
 class OpenAIProvider(Provider):
     """An OpenAI (or OpenAI-compatible) chat model as a judge."""
 
+    prefix = "openai"
+    forms = ("openai:<model>",)
+
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  timeout: float = 60.0, client: openai.AsyncOpenAI | None = None) -> None:
+        import openai
+
         self.model = model
         self.spec = f"openai:{model}"
         self.base_url = base_url
@@ -92,28 +126,42 @@ class OpenAIProvider(Provider):
         official = base_url is None or "api.openai.com" in base_url
         self.token_field = "max_completion_tokens" if official else "max_tokens"
 
+    @classmethod
+    def from_settings(cls, argument: str | None, settings: Settings) -> OpenAIProvider:
+        """OPENAI_API_KEY; the base URL from --base-url / JUDGE_BASE_URL, else
+        OPENAI_BASE_URL. A base URL without a key is an OpenAI-compatible server."""
+        model = argument or ""
+        base_url = settings.base_url or settings.openai_base_url
+        api_key = settings.openai_api_key
+        if not api_key:
+            if not base_url:
+                raise ConfigError(f"model spec 'openai:{model}' needs OPENAI_API_KEY, or a base "
+                                  "URL (--base-url / OPENAI_BASE_URL) for an OpenAI-compatible "
+                                  "server")
+            api_key = NO_KEY
+        return cls(model, api_key=api_key, base_url=base_url, timeout=settings.timeout)
+
+    @classmethod
+    def default_spec(cls, settings: Settings) -> str | None:
+        if settings.openai_api_key or settings.base_url or settings.openai_base_url:
+            return f"openai:{DEFAULT_MODEL}"
+        return None
+
+    def batch_client(self) -> BatchClient:
+        from judge.providers.openai_batch import OpenAIBatchClient
+
+        return OpenAIBatchClient(self)
+
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
+        import openai
+
         body = chat_body(request, self.model, token_field=self.token_field)
         started = time.perf_counter()
         try:
             completion = await self.client.chat.completions.create(**body)
         except openai.OpenAIError as exc:
             raise failure_from_error(exc, self.spec) from exc
-        latency = time.perf_counter() - started
-        if not completion.choices:
-            raise ProviderFailure(f"{self.spec}: completion has no choices", retryable=True)
-        choice = completion.choices[0]
-        message = choice.message
-        usage = completion.usage
-        counts = {"prompt_tokens": usage.prompt_tokens,
-                  "completion_tokens": usage.completion_tokens,
-                  "total_tokens": usage.total_tokens} if usage is not None else {}
-        raw: dict[str, Any] = {"id": completion.id, "model": completion.model,
-                               "finish_reason": choice.finish_reason}
-        if message.refusal:
-            raw["refusal"] = True
-        return ProviderResponse(text=message.content or message.refusal or "", model=self.spec,
-                                usage=counts, latency_s=latency, raw=raw)
+        return response_from_completion(completion, self.spec, time.perf_counter() - started)
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -1,92 +1,113 @@
-"""Model specs to providers. Each provider module (and its SDK) is imported only when used.
+"""Model specs to providers: a spec's prefix names a provider module, imported when used.
 
 Specs: `openai:<model>` (also any OpenAI-compatible server through a base URL),
 `anthropic:<model>`, `heuristic` (offline baseline), `scripted` / `scripted:<file.jsonl>`
 (test provider on the production path).
+
+This module knows prefixes and where their classes live, nothing else: each provider class
+declares its forms, how settings build it (`from_settings`), when it is the default
+(`default_spec`) and its batch client (see `judge.providers.base.Provider`). Provider
+modules import their SDK only when a provider is built; a missing SDK (any ImportError of a
+package outside judge) becomes a one-line install hint.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from pathlib import Path
-from typing import Any
 
 from judge.errors import ConfigError
 from judge.providers.base import Provider
 from judge.settings import Settings
 
-VALID_FORMS = ("openai:<model>", "anthropic:<model>", "heuristic", "scripted",
-               "scripted:<responses.jsonl>")
+#: spec prefix -> "module:Class", in the order `default_model_spec` asks them
+PROVIDERS: dict[str, str] = {
+    "openai": "judge.providers.openai_provider:OpenAIProvider",
+    "anthropic": "judge.providers.anthropic_provider:AnthropicProvider",
+    "heuristic": "judge.providers.heuristic:HeuristicProvider",
+    "scripted": "judge.providers.scripted:ScriptedProvider",
+}
 
-DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
-DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 
-#: placeholder key for OpenAI-compatible servers that need none (vLLM, Ollama, llama.cpp)
-NO_KEY = "not-needed"
+def provider_class(prefix: str, spec: str | None = None) -> type[Provider] | None:
+    """The class registered for `prefix` (its module imported now), or None."""
+    target = PROVIDERS.get(prefix)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    try:
+        cls: type[Provider] = getattr(import_module(module), name)
+    except ImportError as exc:
+        hint = _install_hint(spec or prefix, exc)
+        if hint is None:
+            raise
+        raise hint from None
+    return cls
 
 
-def default_model_spec(settings: Settings) -> str:
-    """The judge used when none is named: JUDGE_MODEL / config; else OpenAI when a key or a
-    base URL is set; else Anthropic when its key is set; else the offline heuristic."""
-    if settings.model:
-        return settings.model
-    if settings.openai_api_key or settings.base_url or settings.openai_base_url:
-        return f"openai:{DEFAULT_OPENAI_MODEL}"
-    if settings.anthropic_api_key:
-        return f"anthropic:{DEFAULT_ANTHROPIC_MODEL}"
-    return "heuristic"
+def valid_forms() -> list[str]:
+    """Every spec form of every registered provider, for messages."""
+    forms: list[str] = []
+    for prefix in PROVIDERS:
+        try:
+            cls = provider_class(prefix)
+        except ConfigError:
+            forms.append(f"{prefix}:…")
+            continue
+        forms.extend(cls.forms if cls is not None else ())
+    return forms
 
 
 def make_provider(spec: str, settings: Settings) -> Provider:
     """Build the provider for `spec`; ConfigError (before any call) if it cannot work."""
-    kind, sep, model = spec.strip().partition(":")
-    if kind == "heuristic" and not sep:
-        cls = _load("judge.providers.heuristic", "HeuristicProvider", spec)
-        provider: Provider = cls()
-        return provider
-    if kind == "scripted":
-        from judge.providers.scripted import ScriptedProvider, load_script
-        from judge.testing.verdicts import default_completion
-
-        if sep:
-            if not model:
-                raise ConfigError(f"model spec '{spec}': missing the responses file")
-            return ScriptedProvider(load_script(Path(model)), default=None, spec=spec)
-        return ScriptedProvider(default=default_completion)
-    if kind == "openai" and sep and model:
-        base_url = settings.base_url or settings.openai_base_url
-        api_key = settings.openai_api_key
-        if not api_key:
-            if not base_url:
-                raise ConfigError(f"model spec '{spec}' needs OPENAI_API_KEY, or a base URL "
-                                  "(--base-url / OPENAI_BASE_URL) for an OpenAI-compatible server")
-            api_key = NO_KEY
-        cls = _load("judge.providers.openai_provider", "OpenAIProvider", spec, sdk="openai")
-        provider = cls(model, api_key=api_key, base_url=base_url, timeout=settings.timeout)
-        return provider
-    if kind == "anthropic" and sep and model:
-        api_key = settings.anthropic_api_key
-        if not api_key:
-            if not settings.base_url:
-                raise ConfigError(f"model spec '{spec}' needs ANTHROPIC_API_KEY")
-            api_key = NO_KEY
-        cls = _load("judge.providers.anthropic_provider", "AnthropicProvider", spec,
-                    sdk="anthropic")
-        provider = cls(model, api_key=api_key, base_url=settings.base_url,
-                       timeout=settings.timeout)
-        return provider
-    raise ConfigError(f"unknown model spec '{spec}' (valid forms: {', '.join(VALID_FORMS)})")
-
-
-def _load(module: str, name: str, spec: str, sdk: str | None = None) -> Any:
+    prefix, sep, argument = spec.strip().partition(":")
+    cls = provider_class(prefix, spec)
+    if cls is None or not _fits(cls, argument if sep else None):
+        raise ConfigError(f"unknown model spec '{spec}' "
+                          f"(valid forms: {', '.join(valid_forms())})")
     try:
-        mod = import_module(module)
+        return cls.from_settings(argument if sep else None, settings)
     except ImportError as exc:
-        if sdk is not None and exc.name is not None and exc.name.split(".")[0] == sdk:
-            raise ConfigError(f"model spec '{spec}' needs the {sdk} package: "
-                              f"pip install '{sdk}'") from None
-        if module.endswith(".heuristic") and exc.name == module:
-            raise ConfigError(f"model spec '{spec}': the heuristic provider is not "
-                              "available in this build") from None
-        raise
-    return getattr(mod, name)
+        hint = _install_hint(spec, exc)
+        if hint is None:
+            raise
+        raise hint from None
+
+
+def default_model_spec(settings: Settings) -> str:
+    """The judge used when none is named: JUDGE_MODEL / config; else the first provider
+    whose settings are present (OpenAI when a key or a base URL is set; else Anthropic when
+    its key is set); else the offline heuristic."""
+    if settings.model:
+        return settings.model
+    for prefix in PROVIDERS:
+        cls = provider_class(prefix)
+        spec = cls.default_spec(settings) if cls is not None else None
+        if spec is not None:
+            return spec
+    raise ConfigError("no provider can be the default judge")  # pragma: no cover
+
+
+def batch_forms() -> list[str]:
+    """The spec forms of providers that have a batch API, for messages."""
+    out: list[str] = []
+    for prefix in PROVIDERS:
+        cls = provider_class(prefix)
+        if cls is not None and cls.batch_client is not Provider.batch_client:
+            out.extend(cls.forms)
+    return out
+
+
+def _fits(cls: type[Provider], argument: str | None) -> bool:
+    """Does a spec with `argument` (None: no colon) match one of the class's forms?"""
+    if argument is None:
+        return cls.prefix in cls.forms
+    return bool(argument) and any(f.startswith(cls.prefix + ":") for f in cls.forms)
+
+
+def _install_hint(spec: str, exc: ImportError) -> ConfigError | None:
+    """The install hint for a missing package; None when judge itself is broken."""
+    package = (exc.name or "").split(".")[0]
+    if not package or package == "judge":
+        return None
+    return ConfigError(f"model spec '{spec}' needs the {package} package: "
+                       f"pip install '{package}'")

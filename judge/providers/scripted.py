@@ -3,19 +3,69 @@
 Each queued entry is a completion text, a `ProviderFailure` to raise, or a function of the
 request returning a completion text. When the queue is empty the `default` is used (same
 kinds); with no default the call fails (not retryable), so a test cannot pass by accident.
+
+`scripted` alone answers every request with `default_completion`: a valid `pass` citing the
+target seq. The fake server's canned verdicts (judge.testing) are built by the same
+functions, so the scripted provider and the fake server agree.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from judge.errors import ConfigError
 from judge.providers.base import JudgeRequest, Provider, ProviderFailure, ProviderResponse
 
+if TYPE_CHECKING:
+    from judge.settings import Settings
+
 Scripted = str | ProviderFailure | Callable[[JudgeRequest], str]
+
+_SEQ = re.compile(r"""["']?\bseq["']?\s*[:=#]?\s*["']?(\d{1,9})\b""", re.IGNORECASE)
+
+_TYPE_DEFAULTS: dict[str, Any] = {"string": "", "integer": 0, "number": 0.0,
+                                  "boolean": False, "array": [], "object": {}, "null": None}
+
+
+def find_seq(text: str) -> int | None:
+    """The largest `seq` number mentioned in `text` (`"seq": 4`, `seq=4`, `seq 4`), or None."""
+    found = [int(m.group(1)) for m in _SEQ.finditer(text)]
+    return max(found) if found else None
+
+
+def default_verdict(schema: dict[str, Any] | None = None, *, seq: int | None = None,
+                    label: str = "pass", confidence: float = 0.9) -> dict[str, Any]:
+    """A verdict object that passes the usual checks for `label` pass (a pass cites no
+    evidence: `seq` is the evidence only of a verdict whose label is not pass). Fields the
+    schema requires beyond the usual ones get a plain value of their type."""
+    verdict: dict[str, Any] = {"label": label, "violated_key": None,
+                               "evidence_event": None if label == "pass" else seq,
+                               "confidence": confidence,
+                               "rationale": "fake judge: canned verdict"}
+    props = (schema or {}).get("properties", {})
+    for name in (schema or {}).get("required", []):
+        if name in verdict:
+            continue
+        spec = props.get(name, {})
+        kind = spec.get("type", "string")
+        if isinstance(kind, list):
+            kind = "null" if "null" in kind else kind[0]
+        verdict[name] = spec["enum"][0] if spec.get("enum") else _TYPE_DEFAULTS.get(kind)
+    return verdict
+
+
+def request_text(request: JudgeRequest) -> str:
+    return "\n".join(m.get("content", "") for m in request.messages)
+
+
+def default_completion(request: JudgeRequest) -> str:
+    """The scripted provider's default answer: a pass (which cites no evidence)."""
+    return json.dumps(default_verdict(request.schema))
 
 
 class ScriptedProvider(Provider):
@@ -24,6 +74,9 @@ class ScriptedProvider(Provider):
     `remote` defaults to True so the engine takes the same retry and rate-limit path as for a
     network model.
     """
+
+    prefix = "scripted"
+    forms = ("scripted", "scripted:<responses.jsonl>")
 
     def __init__(self, responses: Iterable[Scripted] = (), *, default: Scripted | None = None,
                  spec: str = "scripted", display_name: str = "scripted (test provider)",
@@ -34,6 +87,14 @@ class ScriptedProvider(Provider):
         self._queue: deque[Scripted] = deque(responses)
         self.default = default
         self.requests: list[JudgeRequest] = []
+
+    @classmethod
+    def from_settings(cls, argument: str | None, settings: Settings) -> ScriptedProvider:
+        """`scripted`: every answer is `default_completion`; `scripted:<file>`: the file's
+        completions in order, then failures."""
+        if argument is None:
+            return cls(default=default_completion)
+        return cls(load_script(Path(argument)), default=None, spec=f"scripted:{argument}")
 
     def enqueue(self, *responses: Scripted) -> None:
         self._queue.extend(responses)

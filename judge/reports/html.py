@@ -7,7 +7,6 @@ from html import escape
 from typing import Any
 
 from judge.reports.model import AgreementReport
-from judge.reports.plots import confusion_png, coverage_png, reliability_png
 from judge.reports.text import agreement_rows, flatten, fmt, fmt_ci
 
 CSS = """
@@ -33,6 +32,9 @@ def _img(b64: str, alt: str) -> str:
 
 
 def to_html(report: AgreementReport) -> str:
+    # matplotlib loads only for HTML: md, json and csv reports start without it
+    from judge.reports.plots import confusion_png
+
     a = report.agreement
     c = a.get("confusion") or {}
     parts: list[str] = [f"<h1>{escape(report.title)}</h1>",
@@ -90,6 +92,8 @@ def to_html(report: AgreementReport) -> str:
 
 
 def _calibration(cal: dict[str, Any] | None) -> list[str]:
+    from judge.reports.plots import coverage_png, reliability_png
+
     if not cal:
         return ["<h2>Calibration</h2><p>No confidences on labelled items.</p>"]
     rec = cal.get("record")

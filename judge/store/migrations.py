@@ -1,8 +1,32 @@
 """Ordered, named migrations with a table of applied names, run whenever a store is opened.
 
-Rules: never edit or reorder a released migration; add a new one at the end. A migration that
-adds a column to a table in tables.py must skip it when present (a blank database gets the
-current tables from the first migration), see `add_column_if_missing`.
+Every migration is frozen DDL written out in this file, never built from judge/store/tables.py:
+a blank database runs them all in order, an older one runs the ones its `judge_migrations`
+table does not name yet, and both end with the same schema. SQLite and PostgreSQL share each
+statement except for two types, filled in from `_TYPES` (timestamps with a time zone, and
+autoincrement ids: SQLite's INTEGER PRIMARY KEY is the rowid, PostgreSQL's SERIAL makes
+`<table>_id_seq`). Tables are written in the layout SQLAlchemy emitted when they were first
+made, so SQLite stores the same text in a database made before the DDL was frozen.
+
+Rules:
+
+- Never edit, rename or reorder a released migration, nor `_TYPES`; databases in use have
+  already run them. Change the schema by adding a new migration at the end.
+- The pending migrations run in one transaction, each followed by its row in
+  `judge_migrations`, so a failure leaves the database as it was (DDL is transactional on
+  both databases); on PostgreSQL an advisory lock keeps two processes from migrating at once.
+  An up-to-date database is only read.
+
+To add one, e.g. a column:
+
+1. Append `@migration("0006_what_it_does")` below the last one: plain DDL through `_run`
+   (`ALTER TABLE verdicts ADD COLUMN … `, `CREATE INDEX …`), per dialect where they differ.
+   No conditionals on what the database holds: the applied-names table decides.
+2. Change judge/store/tables.py to match; `test_tables_agree_with_migrated_schema` fails until
+   code and database agree.
+3. In tests/test_store_migrations.py update the literal `EXPECTED` schema and add the new name
+   to `NAMES`; the tests then migrate blank databases and databases stopped before every
+   migration, on SQLite and PostgreSQL, and compare each with `EXPECTED`.
 """
 
 from __future__ import annotations
@@ -10,11 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, inspect, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import SQLModel
-
-from judge.store import tables
 
 Migration = Callable[[Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -22,6 +43,13 @@ MIGRATIONS: list[tuple[str, Migration]] = []
 #: a fixed key for PostgreSQL's advisory lock: two processes opening a blank database at the
 #: same moment must not both create the tables
 _PG_LOCK_KEY = 0x6A75646765
+
+#: the only words of the DDL that differ between the dialects (part of every released
+#: migration: never edit)
+_TYPES: dict[str, dict[str, str]] = {
+    "sqlite": {"timestamp": "DATETIME", "serial": "INTEGER"},
+    "postgresql": {"timestamp": "TIMESTAMP WITH TIME ZONE", "serial": "SERIAL"},
+}
 
 
 def migration(name: str) -> Callable[[Migration], Migration]:
@@ -31,45 +59,273 @@ def migration(name: str) -> Callable[[Migration], Migration]:
     return register
 
 
+def _run(conn: Connection, *statements: str) -> None:
+    """Execute DDL with `{timestamp}` and `{serial}` filled in for this dialect."""
+    types = _TYPES[conn.dialect.name]
+    for sql in statements:
+        conn.exec_driver_sql(sql.format_map(types))
+
+
+def _table(name: str, body: str) -> str:
+    """CREATE TABLE with one column or constraint a line of `body`, laid out as SQLAlchemy
+    laid it out (SQLite keeps the text; IF NOT EXISTS is dropped from what it keeps)."""
+    lines = [line.strip().removesuffix(",") for line in body.strip().splitlines()]
+    return f"CREATE TABLE IF NOT EXISTS {name} (\n\t" + ", \n\t".join(lines) + "\n)"
+
+
+_APPLIED = _table("judge_migrations", """
+    name VARCHAR NOT NULL,
+    applied_at {timestamp} NOT NULL,
+    PRIMARY KEY (name)
+""")
+
+
 @migration("0001_initial_schema")
 def _initial(conn: Connection) -> None:
-    SQLModel.metadata.create_all(conn, tables=[t.__table__ for t in tables.ALL_TABLES])
-    # Claiming walks this index: open items, safety-critical first, lowest confidence next.
-    conn.execute(text("CREATE INDEX ix_queue_claim_order ON review_queue "
-                      "(state, safety_critical DESC, sort_confidence ASC, item_id ASC)"))
+    _run(
+        conn,
+        _table("traces", """
+            trace_id VARCHAR NOT NULL,
+            scenario VARCHAR,
+            candidate JSON NOT NULL,
+            meta JSON NOT NULL,
+            n_events INTEGER NOT NULL,
+            content_hash VARCHAR NOT NULL,
+            body JSON NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (trace_id)
+        """),
+        _table("scenarios", """
+            content_hash VARCHAR NOT NULL,
+            scenario_id VARCHAR NOT NULL,
+            path VARCHAR,
+            text VARCHAR NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (content_hash)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_scenarios_scenario_id ON scenarios (scenario_id)",
+        _table("items", """
+            item_id VARCHAR NOT NULL,
+            trace_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            rubric VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            safety_critical BOOLEAN NOT NULL,
+            data JSON NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (item_id)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_items_trace_id ON items (trace_id)",
+        "CREATE INDEX IF NOT EXISTS ix_items_rubric ON items (rubric)",
+        _table("prompt_versions", """
+            prompt_hash VARCHAR NOT NULL,
+            rubric VARCHAR NOT NULL,
+            version VARCHAR NOT NULL,
+            description VARCHAR,
+            template VARCHAR NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (prompt_hash)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_prompt_versions_rubric ON prompt_versions (rubric)",
+        _table("provider_calls", """
+            cache_key VARCHAR NOT NULL,
+            item_id VARCHAR NOT NULL,
+            prompt_hash VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            params JSON NOT NULL,
+            request JSON NOT NULL,
+            response_text VARCHAR NOT NULL,
+            usage JSON NOT NULL,
+            latency_s FLOAT NOT NULL,
+            raw JSON NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (cache_key)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_provider_calls_item_id ON provider_calls (item_id)",
+        _table("runs", """
+            run_id VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            suite VARCHAR,
+            config JSON NOT NULL,
+            summary JSON NOT NULL,
+            started_at {timestamp} NOT NULL,
+            finished_at {timestamp},
+            PRIMARY KEY (run_id)
+        """),
+        _table("labels", """
+            id {serial} NOT NULL,
+            item_id VARCHAR NOT NULL,
+            label VARCHAR NOT NULL,
+            violated_key VARCHAR,
+            evidence_event INTEGER,
+            annotator VARCHAR NOT NULL,
+            created_at {timestamp} NOT NULL,
+            note VARCHAR,
+            meta JSON NOT NULL,
+            fingerprint VARCHAR NOT NULL,
+            PRIMARY KEY (id),
+            UNIQUE (fingerprint)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_labels_item_annotator ON labels (item_id, annotator)",
+        "CREATE INDEX IF NOT EXISTS ix_labels_annotator ON labels (annotator)",
+        _table("review_queue", """
+            item_id VARCHAR NOT NULL,
+            rubric VARCHAR,
+            run_id VARCHAR,
+            verdict_id INTEGER,
+            reason VARCHAR NOT NULL,
+            safety_critical BOOLEAN NOT NULL,
+            confidence FLOAT,
+            sort_confidence FLOAT NOT NULL,
+            state VARCHAR NOT NULL,
+            required INTEGER NOT NULL,
+            n_labelled INTEGER NOT NULL,
+            claimed_by VARCHAR,
+            lease_expires_at {timestamp},
+            created_at {timestamp} NOT NULL,
+            done_at {timestamp},
+            PRIMARY KEY (item_id)
+        """),
+        _table("calibrations", """
+            id {serial} NOT NULL,
+            rubric VARCHAR NOT NULL,
+            prompt_version VARCHAR,
+            prompt_hash VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            threshold FLOAT,
+            record JSON NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (id)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_calibrations_lookup "
+        "ON calibrations (rubric, prompt_hash, model)",
+        _table("verdicts", """
+            id {serial} NOT NULL,
+            run_id VARCHAR NOT NULL,
+            item_id VARCHAR NOT NULL,
+            rubric VARCHAR,
+            prompt_version VARCHAR,
+            prompt_hash VARCHAR,
+            model VARCHAR,
+            label VARCHAR NOT NULL,
+            violated_key VARCHAR,
+            evidence_event INTEGER,
+            confidence FLOAT,
+            calibrated_confidence FLOAT,
+            rationale VARCHAR,
+            reason VARCHAR,
+            overruled BOOLEAN NOT NULL,
+            route VARCHAR,
+            route_reason VARCHAR,
+            raw_completion VARCHAR,
+            meta JSON NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (id),
+            CONSTRAINT uq_verdicts_run_item UNIQUE (run_id, item_id),
+            FOREIGN KEY(run_id) REFERENCES runs (run_id)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_verdicts_rubric_prompt_model "
+        "ON verdicts (rubric, prompt_version, model)",
+        # Claiming walks this index: open items, safety-critical first, lowest confidence next.
+        "CREATE INDEX ix_queue_claim_order ON review_queue "
+        "(state, safety_critical DESC, sort_confidence ASC, item_id ASC)",
+    )
 
 
 @migration("0002_verdicts_item_run_index")
 def _verdict_lookup(conn: Connection) -> None:
     # Finding the newest verdict of an item across runs (labelling with --show-judge, reports).
-    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_verdicts_item_created "
-                      "ON verdicts (item_id, created_at)"))
+    _run(conn, "CREATE INDEX IF NOT EXISTS ix_verdicts_item_created "
+               "ON verdicts (item_id, created_at)")
 
 
-def add_column_if_missing(conn: Connection, table: str, column: Column[object]) -> None:
-    """For later migrations: ALTER TABLE … ADD COLUMN unless a blank database already has it."""
-    present = {c["name"] for c in inspect(conn).get_columns(table)}
-    if column.name not in present:
-        ddl = column.type.compile(dialect=conn.dialect)
-        conn.execute(text(f'ALTER TABLE {table} ADD COLUMN "{column.name}" {ddl}'))
+@migration("0003_grading_work")
+def _grading_work(conn: Connection) -> None:
+    # Scale-out: `judge worker` processes lease grading work from this table.
+    _run(
+        conn,
+        _table("grading_work", """
+            id {serial} NOT NULL,
+            run_id VARCHAR NOT NULL,
+            item_id VARCHAR NOT NULL,
+            rubric VARCHAR NOT NULL,
+            state VARCHAR NOT NULL,
+            vetoed BOOLEAN NOT NULL,
+            lease_owner VARCHAR,
+            lease_expires_at {timestamp},
+            attempts INTEGER NOT NULL,
+            updated_at {timestamp} NOT NULL,
+            PRIMARY KEY (id),
+            CONSTRAINT uq_grading_work_run_item UNIQUE (run_id, item_id)
+        """),
+        "CREATE INDEX IF NOT EXISTS ix_grading_work_claim "
+        "ON grading_work (state, lease_expires_at, id)",
+        "CREATE INDEX IF NOT EXISTS ix_grading_work_run_id ON grading_work (run_id)",
+    )
 
+
+@migration("0004_drop_redundant_indexes")
+def _drop_redundant(conn: Connection) -> None:
+    # Bulk verdict writes pay for every index: verdicts.item_id is covered by
+    # ix_verdicts_item_created (0002); the queue is walked by ix_queue_claim_order, and a
+    # rubric filter rides on that walk. (0001 made these three until its tables lost them.)
+    _run(conn,
+         "DROP INDEX IF EXISTS ix_verdicts_item_id",
+         "DROP INDEX IF EXISTS ix_review_queue_rubric",
+         # Expiry looks only at claimed entries: a partial index that new (open) entries skip.
+         "DROP INDEX IF EXISTS ix_queue_lease",
+         "CREATE INDEX IF NOT EXISTS ix_queue_lease_claimed ON review_queue "
+         "(lease_expires_at) WHERE state = 'claimed'")
+
+
+@migration("0005_render_memo")
+def _render_memo(conn: Connection) -> None:
+    # A cached rerun finds an item's call by the item's digest without rendering its prompt.
+    _run(conn, _table("render_memo", """
+        memo_key VARCHAR NOT NULL,
+        cache_key VARCHAR NOT NULL,
+        PRIMARY KEY (memo_key)
+    """))
+
+
+# -- applying them -----------------------------------------------------------------------
 
 def applied(conn: Connection) -> list[str]:
-    rows = conn.execute(text("SELECT name FROM judge_migrations ORDER BY name"))
+    rows = conn.exec_driver_sql("SELECT name FROM judge_migrations ORDER BY name")
     return [r[0] for r in rows]
 
 
-def migrate(engine: Engine) -> list[str]:
-    """Apply every migration not yet applied, in order, each in the same transaction as its
-    record in judge_migrations. Returns the names applied now."""
+def _pending(conn: Connection, names: list[str]) -> list[str]:
+    if not conn.dialect.has_table(conn, "judge_migrations"):
+        return names
+    have = set(applied(conn))
+    return [n for n in names if n not in have]
+
+
+def migrate(engine: Engine, *, stop_before: str | None = None) -> list[str]:
+    """Apply every migration not yet applied, in order, in one transaction with their records
+    in judge_migrations; `stop_before` names the first one to leave out (tests build older
+    databases with it). Returns the names applied now."""
+    todo = [name for name, _fn in MIGRATIONS]
+    if stop_before is not None:
+        if stop_before not in todo:
+            raise ValueError(f"no migration named {stop_before!r}")
+        todo = todo[:todo.index(stop_before)]
+    # An up-to-date database (every open but the first) needs one read: no write lock on
+    # SQLite, no advisory lock on PostgreSQL.
+    with engine.connect().execution_options(judge_read=True) as conn, conn.begin():
+        if not _pending(conn, todo):
+            return []
     done_now: list[str] = []
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
-        tables.AppliedMigration.__table__.create(conn, checkfirst=True)
+        if not conn.dialect.has_table(conn, "judge_migrations"):
+            _run(conn, _APPLIED)
         have = set(applied(conn))
         for name, fn in MIGRATIONS:
-            if name in have:
+            if name not in todo or name in have:
                 continue
             fn(conn)
             conn.execute(text("INSERT INTO judge_migrations (name, applied_at) VALUES (:n, :t)"),
@@ -78,26 +334,3 @@ def migrate(engine: Engine) -> list[str]:
             done_now.append(name)
     return done_now
 
-
-@migration("0003_grading_work")
-def _grading_work(conn: Connection) -> None:
-    # Scale-out: `judge worker` processes lease grading work from this table.
-    tables.WorkRow.__table__.create(conn, checkfirst=True)
-
-
-@migration("0004_drop_redundant_indexes")
-def _drop_redundant(conn: Connection) -> None:
-    # Bulk verdict writes pay for every index: verdicts.item_id is covered by
-    # ix_verdicts_item_created (0002); the queue is walked by ix_queue_claim_order, and a
-    # rubric filter rides on that walk.
-    conn.execute(text("DROP INDEX IF EXISTS ix_verdicts_item_id"))
-    conn.execute(text("DROP INDEX IF EXISTS ix_review_queue_rubric"))
-    # Expiry looks only at claimed entries: a partial index that new (open) entries skip.
-    conn.execute(text("DROP INDEX IF EXISTS ix_queue_lease"))
-    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_queue_lease_claimed ON review_queue "
-                      "(lease_expires_at) WHERE state = 'claimed'"))
-
-
-@migration("0005_render_memo")
-def _render_memo(conn: Connection) -> None:
-    tables.MemoRow.__table__.create(conn, checkfirst=True)

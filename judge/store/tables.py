@@ -1,8 +1,9 @@
-"""The schema as SQLAlchemy Core tables (no ORM: the store writes and reads rows). It changes
-only through judge/store/migrations.py, and a test checks that a migrated blank database has
-exactly these columns.
+"""The schema as SQLAlchemy Core tables, for the code to query (no ORM: the store writes and
+reads rows). The database itself is made only by the frozen DDL of judge/store/migrations.py;
+a change here comes with a new migration there, and tests/test_store_migrations.py checks that
+both agree (columns, types, keys, indexes).
 
-Each table is also reachable as `<Name>Row.__table__`, the shape the migrations and tests use.
+Each table is also reachable as `<Name>Row.__table__`; `metadata` holds them all.
 """
 
 from __future__ import annotations

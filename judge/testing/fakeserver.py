@@ -20,6 +20,13 @@ field the request's schema requires. Faults: see judge.testing.faults (429 with 
 `flaky(rate)` for a random mix).
 
 Run standalone: `python -m judge.testing.fakeserver --port 8080 --latency 0.2 --fail-rate 0.1`.
+
+HTTP is aiohttp's web server (`pip install 'judge[testing]'`), not the starlette + uvicorn
+stack `judge serve` is likely to use: an ASGI app cannot drop its connection before answering,
+and the `disconnect` fault must do exactly that; aiohttp hands the handler its transport, and
+parses keep-alive, pipelined, chunked and multipart requests for us (more in routes.py).
+The pieces: fakeapi (state and the one generation path), openai_wire and anthropic_wire (the
+two formats, answers built from the SDKs' types), batches (both batch APIs), routes (HTTP).
 """
 
 from __future__ import annotations
@@ -36,30 +43,11 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
-from judge.testing._http import HttpProtocol
 from judge.testing.fakeapi import FakeAPI
 from judge.testing.faults import FakeRequest, Reply, Responder, flaky
+from judge.testing.routes import serve
 
 __all__ = ["FakeProviderServer", "FakeRequest", "Reply", "fake_provider_server"]
-
-
-async def _serve(api: FakeAPI, host: str, port: int,
-                 started: Any, stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    connections: set[HttpProtocol] = set()
-    server = await loop.create_server(lambda: HttpProtocol(api.handle, connections),
-                                      host, port, backlog=1024, reuse_address=True)
-    bound = server.sockets[0].getsockname()[1]
-    api.base_url = f"http://{host}:{bound}"
-    started(bound)
-    try:
-        await stop.wait()
-    finally:
-        server.close()
-        for conn in list(connections):
-            conn.close()
-        with suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(server.wait_closed(), 2)
 
 
 def _child(api: FakeAPI, host: str, port: int, pipe: Connection) -> None:
@@ -67,7 +55,7 @@ def _child(api: FakeAPI, host: str, port: int, pipe: Connection) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_reader(pipe.fileno(), stop.set)  # parent writes (or dies): stop
-        await _serve(api, host, port, pipe.send, stop)
+        await serve(api, host, port, pipe.send, stop)
 
     asyncio.run(main())
 
@@ -110,7 +98,7 @@ class FakeProviderServer:
             async def main() -> None:
                 self._loop = asyncio.get_running_loop()
                 self._stop = asyncio.Event()
-                await _serve(self.api, self.host, self.port, started, self._stop)
+                await serve(self.api, self.host, self.port, started, self._stop)
 
             try:
                 asyncio.run(main())
@@ -190,10 +178,15 @@ class FakeProviderServer:
         return [r for r in self.requests if r.api in ("openai", "anthropic")
                 and (api is None or r.api == api)]
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Requests seen so far by endpoint (both modes; see `count`)."""
+        return {k: int(v) for k, v in self.stats()["counts"].items()}
+
     def count(self, endpoint: str) -> int:
         """Requests seen by endpoint: chat, messages, files, batches, message_batches,
         batch_lines."""
-        return int(self.stats()["counts"].get(endpoint, 0))
+        return self.counts.get(endpoint, 0)
 
     @property
     def generation_count(self) -> int:

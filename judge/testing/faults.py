@@ -11,6 +11,7 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -30,7 +31,7 @@ class FakeRequest:
     def model(self) -> str | None:
         return self.body.get("model") if isinstance(self.body, dict) else None
 
-    @property
+    @cached_property
     def text(self) -> str:
         """System and message contents joined, for responders that look at the prompt."""
         if not isinstance(self.body, dict):

@@ -23,7 +23,8 @@ _SCHEMA: dict[str, Any] = {
         },
         "evidence_event": {
             "type": ["integer", "null"],
-            "description": "the seq of the shown event that best supports the label",
+            "description": "for fail: the seq of the shown event that shows the violation; "
+                           "null for pass",
         },
         "confidence": {
             "type": "number",

@@ -1,8 +1,11 @@
 """Validate a judge's completion against the item it judged; invalid → VerdictInvalid.
 
-The checks: JSON (a ```json fence tolerated), only the schema's fields, a label of the
-prompt, `violated_key` a key of the item's ledger snapshot (required for fail),
-`evidence_event` a seq of the slice shown, `confidence` a number in [0, 1].
+The checks: one JSON object (a ```json fence tolerated; a field named twice is ambiguous and
+invalid), only the schema's fields, a label of the prompt, and a complete, unambiguous
+verdict: a fail names the violated key (a key of the item's ledger snapshot) **and** the
+evidence (a seq of the slice shown); a pass names neither; `confidence` a number in [0, 1].
+An incomplete or ambiguous verdict is never scored: the engine re-asks once with the reason,
+then records it `unscored` (formats §3).
 """
 
 from __future__ import annotations
@@ -10,17 +13,28 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from judge.formats.verdicts import Verdict
 from judge.items.model import Item
 
-if TYPE_CHECKING:  # prompts import the schema from this package
-    from judge.prompts.files import Prompt
-
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 FIELDS = ("label", "violated_key", "evidence_event", "confidence", "rationale")
 MAX_RATIONALE = 2000
+
+
+class Prompt(Protocol):
+    """What validation needs of the prompt a verdict answers (a `judge.prompts.Prompt`;
+    prompts import the schema from this package, so this package names no prompt type)."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def hash(self) -> str: ...
 
 
 class VerdictInvalid(Exception):
@@ -31,6 +45,30 @@ class VerdictInvalid(Exception):
         self.reason = reason
 
 
+class _Duplicate(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object hook that refuses a field named twice (which value would count?)."""
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in out:
+            raise _Duplicate(name)
+        out[name] = value
+    return out
+
+
+def _decode(body: str) -> Any:
+    try:
+        return json.loads(body, object_pairs_hook=_no_duplicates)
+    except _Duplicate as dup:
+        raise VerdictInvalid(f"field '{dup.name}' appears more than once (an ambiguous "
+                             "verdict: give each field once)") from None
+
+
 def _load(text: str) -> dict[str, Any]:
     body = text.strip()
     m = _FENCE.match(body)
@@ -39,16 +77,18 @@ def _load(text: str) -> dict[str, Any]:
     if not body:
         raise VerdictInvalid("empty completion (expected a JSON object)")
     try:
-        data = json.loads(body)
+        data = _decode(body)
     except json.JSONDecodeError as exc:
         start, end = body.find("{"), body.rfind("}")
         try:
             if start < 0 or end <= start:
                 raise ValueError
-            data = json.loads(body[start:end + 1])
-        except ValueError:
+            data = _decode(body[start:end + 1])
+        except (ValueError, RecursionError):
             raise VerdictInvalid(f"not valid JSON ({exc.msg} at line {exc.lineno} "
                                  f"column {exc.colno})") from None
+    except RecursionError:
+        raise VerdictInvalid("not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise VerdictInvalid(f"expected a JSON object, got {type(data).__name__}")
     return data
@@ -68,10 +108,13 @@ def check(data: dict[str, Any], item: Item, prompt: Prompt) -> dict[str, Any]:
     if label not in prompt.labels:
         raise VerdictInvalid(f"label must be one of {', '.join(prompt.labels)} (got {label!r})")
     key = data.get("violated_key")
-    if key in ("", "null", "none", "None") or label == "pass":
-        key = None  # a pass names no violated key (formats §3)
+    if key in ("", "null", "none", "None"):
+        key = None
     if key is not None and not isinstance(key, str):
         raise VerdictInvalid(f"violated_key must be a string or null (got {key!r})")
+    if label == "pass" and key is not None:
+        raise VerdictInvalid(f"a pass names no violated key (got violated_key {key!r}): "
+                             "give null for a pass, or label fail")
     if label == "fail" and key is None:
         raise VerdictInvalid("violated_key is required when label is fail: name the ledger "
                              f"key the item violates (one of: {_short(sorted(item.ledger_keys))})")
@@ -83,11 +126,20 @@ def check(data: dict[str, Any], item: Item, prompt: Prompt) -> dict[str, Any]:
         ev = int(ev)
     if isinstance(ev, str) and ev.strip().isdigit():
         ev = int(ev.strip())
+    if isinstance(ev, str) and ev.strip().lower() in ("", "null", "none"):
+        ev = None
     if ev is not None and (isinstance(ev, bool) or not isinstance(ev, int)):
         raise VerdictInvalid(f"evidence_event must be an integer seq or null (got {ev!r})")
     if ev is not None and ev not in item.slice_seqs:
         raise VerdictInvalid(f"evidence_event {ev} is not the seq of an event shown "
                              f"(shown: {_short(sorted(item.slice_seqs))})")
+    if label == "pass" and ev is not None:
+        raise VerdictInvalid(f"a pass cites no evidence event (got evidence_event {ev}): "
+                             "give null for a pass, or label fail")
+    if label == "fail" and ev is None:
+        raise VerdictInvalid("evidence_event is required when label is fail: give the seq of "
+                             f"the shown event that shows the violation (one of: "
+                             f"{_short(sorted(item.slice_seqs))})")
     conf = data.get("confidence")
     if isinstance(conf, bool) or not isinstance(conf, int | float) or math.isnan(conf):
         raise VerdictInvalid(f"confidence must be a number in [0, 1] (got {conf!r})")

@@ -1,0 +1,169 @@
+"""Who the system under test is: vendor and model names, self-identification, the trace's
+own `candidate` record, and names a scenario adds. Every match becomes `[agent]`.
+
+Matching runs on the normalised view (see normalize.py), so `ＧＰＴ-4o`, `gpt‑4o` (a
+non-ASCII hyphen), `g\u200bpt-4o` (a zero-width space) and `gpt-4о` (a Cyrillic о) are
+all `gpt-4o`. A match must start and end at word edges (`refundOrder` never loses its
+`Order`; a tool named `ask_gpt` keeps its name), and takes a model's version with it
+(`gpt-4o-2024-08-06`, `claude-3-5-sonnet-20241022`, `Gemini 1.5 Pro`, `gpt4o`, `gpt 4o`).
+
+Built-in classes, with the policy for names that are also ordinary words:
+- always: GPT/ChatGPT/OpenAI, o1/o3/o4 (lower-case `o`), Anthropic, Claude, Gemini,
+  Gemma, DeepMind, Qwen/QwQ, DeepSeek, Mixtral/Codestral/Pixtral/Ministral, Nemotron,
+  ChatGLM/GLM-n, Code Llama, and any family name followed by a version (`llama3`,
+  `Llama-3.1-70B`, `phi-3`, `grok-2`, `mistral-7b`, `ernie-4`, `command-r+`);
+- capitalised only: `Llama`/`LLaMA`, `Mistral`, `Grok`, `Bard`, `PaLM`, `xAI`, `Cohere`,
+  `ERNIE` — so "a llama", "the mistral", "I grok it", "ideas cohere", "palm trees" stay;
+  `Mistral wind` stays; `Claude` followed by a capitalised word that is not a model tier
+  (`Claude Monet`, `Claude Shannon`) is a person and stays;
+- vendors that are ordinary names (Google, Meta, Microsoft, Amazon, Apple, NVIDIA, IBM,
+  Alibaba, …) only as the maker in self-identification ("made by Google", "trained by
+  Meta"), and as `Meta AI`, `Google AI`, `GitHub/Microsoft Copilot`.
+Candidate strings: every string of the `candidate` record and its `:`/`/`/`@` parts,
+except values of ≤ 3 characters, numbers, and common English words (see words.py) —
+`agent: "order"` redacts nothing, `max_tokens: 4200` redacts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from judge.redaction.normalize import View, view
+from judge.redaction.rx import compile_re2
+from judge.redaction.spans import Span, at_word_edges
+from judge.redaction.words import is_common_word
+
+MIN_CANDIDATE_CHARS = 4
+
+_TIER = (r"sonnet|opus|haiku|instant|turbo|mini|nano|flash|pro|ultra|plus|lite|large|medium|"
+         r"small|tiny|instruct|chat|preview|latest|vision|exp|experimental|thinking|coder|code|"
+         r"omni|audio|realtime|search|base|it|hf|vl|moe|max|air|plus")
+_VER = r"v?\d+(?:\.\d+)*[a-z]?(?:-?\d+[bkm])?|\d+[bkm]|[a-z]\d+(?:\.\d+)?"
+_TAIL = rf"(?:[-_. ]?(?:{_VER}|{_TIER})\b)*"
+_ALWAYS = (r"chat[-_ ]?gpt|gpt|open[-_ ]?ai|anthropic|claude|gemini|gemma|deep[-_ ]?mind|"
+           r"qwen|qwq|deep[-_ ]?seek|mixtral|codestral|pixtral|ministral|devstral|magistral|"
+           r"nemotron|chat[-_ ]?glm|code[-_ ]?llama")
+_VERSIONED = (rf"(?:llama|phi|grok|ernie|kimi|glm|falcon|mistral|command)[-_ ]?(?:(?:{_VER})\b|"
+              r"k\d+\b|r\+|r\b|a\b|(?:large|medium|small|nemo|instruct|tiny|saba)\b)")
+_CASED = r"Llama|LLaMA|LLAMA|Mistral|MISTRAL|Grok|GROK|Bard|PaLM|xAI|Cohere|ERNIE"
+_MAKERS = (r"google|meta|microsoft|amazon|apple|nvidia|ibm|alibaba|baidu|tencent|x\.ai|"
+           r"mistral|cohere|ai21|inflection|perplexity|moonshot|zhipu|01\.ai|bytedance")
+_FAMILY = (rf"(?i:(?:{_ALWAYS}|{_VERSIONED}))(?i:{_TAIL})(?:\+)?"
+           rf"|(?-i:o[134])(?i:(?:-(?:mini|pro|preview|high|low))*)"
+           rf"|(?:{_CASED})(?i:{_TAIL})")
+_MAKER = (rf"(?i:(?:made|trained|developed|created|built|designed|released|owned|provided|"
+          rf"produced|powered|fine[- ]?tuned|brought to you)[ \t]+by[ \t]+(?:the[ \t]+)?"
+          rf"({_MAKERS}))"
+          rf"|(?i:((?:meta|google|amazon)[ \t]+ai|(?:github|microsoft|bing)[ \t]+copilot|"
+          rf"bing[ \t]+chat|amazon[ \t]+(?:nova|titan)))")
+#: one pass: group 1 a model or family name, group 2 a maker after "made by", group 3 a
+#: vendor's product name
+NAMES_RE = compile_re2(f"({_FAMILY})|{_MAKER}")
+_PERSON_AFTER = re.compile(r" ([A-Z][a-z]+)")
+_TIERS = frozenset(_TIER.split("|"))
+
+
+def find_builtin(v: View) -> Iterator[tuple[int, int]]:
+    """Spans of the view that name a model, a family or its maker."""
+    t = v.text
+    for m in NAMES_RE.finditer(t):
+        if m.start(1) < 0:
+            g = 2 if m.start(2) >= 0 else 3
+            yield m.start(g), m.end(g)
+            continue
+        s, e = m.span()
+        word = t[s:e].lower()
+        if word == "claude":
+            after = _PERSON_AFTER.match(t, e)
+            if after and after.group(1).lower() not in _TIERS:
+                continue  # Claude Monet
+        if word == "mistral" and t[e:e + 5].lower() == " wind":
+            continue
+        yield s, e
+
+
+def candidate_strings(candidate: Any) -> tuple[str, ...]:
+    """The candidate record's strings worth redacting (longest first)."""
+    out: set[str] = set()
+
+    def walk(v: Any, depth: int) -> None:
+        if depth > 20:
+            return
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x, depth + 1)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                walk(x, depth + 1)
+        elif isinstance(v, str):
+            s = v.strip()
+            out.add(s)
+            out.update(p.strip() for p in re.split(r"[:/@]", s))
+
+    walk(candidate, 0)
+    return tuple(sorted((s for s in out if worth_redacting(s)), key=len, reverse=True))
+
+
+def worth_redacting(s: str) -> bool:
+    """Not ≤ 3 characters, not a number, not a common English word."""
+    if len(s) < MIN_CANDIDATE_CHARS:
+        return False
+    if re.fullmatch(r"[\d\s.,_+\-eE]+", s):
+        return False
+    return not is_common_word(s)
+
+
+@dataclass(frozen=True)
+class Literals:
+    """Case-insensitive literal names, matched on the view at word edges."""
+
+    regex: re.Pattern[str]
+    lowered: tuple[str, ...]
+
+    def spans(self, v: View, low: str) -> Iterator[tuple[int, int]]:
+        if not any(x in low for x in self.lowered):
+            return
+        for m in self.regex.finditer(v.text):
+            yield m.span()
+
+
+@lru_cache(maxsize=512)
+def literals(names: tuple[str, ...]) -> Literals | None:
+    alts: list[str] = []
+    lowered: set[str] = set()
+    for name in names:
+        for form in {name, json.dumps(name, ensure_ascii=False)[1:-1]}:
+            folded = view(form).text
+            if not folded.strip():
+                continue
+            words = [re.escape(w) for w in folded.split()]
+            alts.append(r"\s+".join(words))
+            lowered.add(folded.split()[0].lower())
+    if not alts:
+        return None
+    alts.sort(key=len, reverse=True)
+    return Literals(re.compile("|".join(alts), re.IGNORECASE), tuple(sorted(lowered)))
+
+
+def find_identity(text: str, v: View, low: str, names: Literals | None,
+                  patterns: re.Pattern[str] | None) -> Iterable[Span]:
+    """Identity spans of `text` (matched on its view `v`, whose lower case is `low`); word
+    edges are judged in the original, where a zero-width character separates words."""
+    found: list[tuple[int, int]] = list(find_builtin(v))
+    if names is not None:
+        found.extend(names.spans(v, low))
+    if patterns is not None:
+        found.extend(m.span() for m in patterns.finditer(v.text) if m.end() > m.start())
+    out: list[Span] = []
+    for s, e in found:
+        if e <= s:
+            continue
+        a, b = v.original(s, e)
+        if at_word_edges(text, a, b):
+            out.append(Span(a, b, "identity"))
+    return out

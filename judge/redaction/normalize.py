@@ -1,0 +1,116 @@
+"""A normalised view of a text for matching names, mapped back to the original.
+
+Identity is matched on a view where compatibility forms are folded (NFKC: full-width
+`ＧＰＴ`, ligatures), zero-width and soft-hyphen characters are gone, every dash-like
+character is `-`, and a few Cyrillic/Greek letters that look Latin are folded to Latin.
+A span found in the view is replaced in the original text (`View.original`), so the output
+keeps every character the redaction did not replace. ASCII text is its own view at no cost.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from dataclasses import dataclass
+
+ZERO_WIDTH = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063"
+                       "\u2064\ufeff\u034f\u115f\u1160\u3164\uffa0")
+HYPHENS = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58"
+                    "\ufe63\uff0d\u02d7\u058a\u05be\u1806\u30fc")
+#: Latin look-alikes (a short list of the common confusables, not all of Unicode's)
+CONFUSABLES = {
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+    "с": "c", "т": "t", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d",
+    "ɡ": "g", "ӏ": "l", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H",
+    "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "І": "I", "Ј": "J", "Ѕ": "S",
+    "α": "a", "ο": "o", "ρ": "p", "ν": "v", "τ": "t", "ι": "i", "κ": "k", "Α": "A",
+    "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    text: str
+    #: (view start, original start, length, linear) pieces; None: the view is the text.
+    #: A linear piece maps character to character; a folded one (one original character
+    #: that became several, or stayed one) maps all its view characters to one original.
+    pieces: tuple[tuple[int, int, int, bool], ...] | None = None
+    starts: tuple[int, ...] = ()
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """The original span that view characters [start, end) came from."""
+        if self.pieces is None:
+            return start, end
+        return self._at(start), self._at(end - 1) + 1
+
+    def _at(self, v: int) -> int:
+        vs, os_, _, linear = self.pieces[bisect_right(self.starts, v) - 1]  # type: ignore[index]
+        return os_ + (v - vs) if linear else os_
+
+
+def _view_of(chars: list[str], pieces: list[tuple[int, int, int, bool]]) -> View:
+    return View("".join(chars), tuple(pieces), tuple(p[0] for p in pieces))
+
+
+_ONE_TO_ONE = {**{h: "-" for h in HYPHENS}, **CONFUSABLES}
+_ONE_TO_ONE_RE = re.compile("[" + "".join(sorted(_ONE_TO_ONE)) + "]")
+_SPECIAL = re.compile("[" + "".join(sorted(ZERO_WIDTH | HYPHENS | frozenset(CONFUSABLES)))
+                      + "]")
+_ZW_RUN = re.compile("[" + "".join(sorted(ZERO_WIDTH)) + "]+")
+
+
+def view(text: str) -> View:
+    if text.isascii():
+        return View(text, None)
+    if unicodedata.is_normalized("NFKC", text):
+        if _SPECIAL.search(text) is None:
+            return View(text, None)
+        # hyphens and look-alikes map one character to one: positions do not move
+        folded = _ONE_TO_ONE_RE.sub(lambda m: _ONE_TO_ONE[m.group()], text)
+        if ZERO_WIDTH.isdisjoint(text):
+            return View(folded, None)
+        kept: list[str] = []
+        pieces: list[tuple[int, int, int, bool]] = []
+        pos = vpos = 0
+        for m in _ZW_RUN.finditer(folded):
+            if m.start() > pos:
+                pieces.append((vpos, pos, m.start() - pos, True))
+                kept.append(folded[pos:m.start()])
+                vpos += m.start() - pos
+            pos = m.end()
+        pieces.append((vpos, pos, len(folded) - pos, True))
+        kept.append(folded[pos:])
+        return _view_of(kept, pieces)
+    return _slow_view(text)
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+
+
+def _slow_view(text: str) -> View:
+    """For text that NFKC changes (`…`, full-width letters, ligatures): ASCII stretches are
+    copied whole, each non-ASCII character is folded on its own."""
+    chars: list[str] = []
+    pieces: list[tuple[int, int, int, bool]] = []
+    pos = vpos = 0
+    for m in _NON_ASCII_RUN.finditer(text):
+        if m.start() > pos:
+            chars.append(text[pos:m.start()])
+            pieces.append((vpos, pos, m.start() - pos, True))
+            vpos += m.start() - pos
+        for i in range(m.start(), m.end()):
+            ch = text[i]
+            if ch in ZERO_WIDTH:
+                continue
+            folded = "-" if ch in HYPHENS else "".join(
+                CONFUSABLES.get(c, c) for c in unicodedata.normalize("NFKC", ch))
+            if folded:
+                chars.append(folded)
+                pieces.append((vpos, i, len(folded), False))
+                vpos += len(folded)
+        pos = m.end()
+    chars.append(text[pos:])
+    pieces.append((vpos, pos, len(text) - pos, True))
+    return _view_of(chars, pieces)
