@@ -74,9 +74,9 @@ def all_calls_suite(tmp: Path) -> Path:
     return suite
 
 
-def request_bodies(suite: Path, out: Path) -> int:
+def request_bodies(suite: Path, out: Path, name: str | None = None) -> int:
     """The chat requests judge sends for the suite's items (what the plain client sends)."""
-    plan = make_plan(suite)
+    plan = make_plan(suite, name)
     settings = Settings.load(environ={})
     checked = Checker(sources(plan, []), None).run()
     params = settings.model_params()
@@ -162,23 +162,30 @@ def grading(tmp: Path, rounds: int, with_inspect: bool) -> dict[str, Any]:
 def nightly(tmp: Path, rounds: int) -> dict[str, Any]:
     walls: list[float] = []
     cpus: list[float] = []
+    plain: list[float] = []
     items = 0
+    bodies = tmp / "nightly-bodies.jsonl"
+    n_bodies = request_bodies(NIGHTLY, bodies, "nightly")
     with FakeProviderServer(latency=1.0, process=True) as srv:
         for k in range(rounds):
             wall, cpu, summary = judge_run(NIGHTLY, srv.openai_base_url, 100, tmp, 1000 + k,
                                            ("--suite", "nightly"))
             items = summary["judge"]["items"]
-            if summary["judge"]["unscored"]:
-                raise SystemExit(f"nightly: {summary['judge']['unscored']} unscored")
+            if summary["judge"]["unscored"] or items != n_bodies:
+                raise SystemExit(f"nightly: {summary['judge']}")
             walls.append(wall)
             cpus.append(cpu)
+            plain.append(timed([sys.executable, str(BENCH / "plain_client.py"), str(bodies),
+                                srv.openai_base_url, "100"], dict(os.environ), tmp)[0])
     limit = items / 100 * 1.0
-    wall = statistics.median(walls)
+    wall, plain_wall = statistics.median(walls), statistics.median(plain)
     print(f"[nightly] {items} items at 1 s / c100, {rounds} runs: judge run "
           f"{wall:.2f} s {[round(w, 2) for w in walls]} (cpu {statistics.median(cpus):.2f} s) "
-          f"vs the limit {limit:.2f} s = {wall / limit:.2f}× (target ≤ 1.5×); {_load()}")
+          f"vs the limit {limit:.2f} s = {wall / limit:.2f}× (target ≤ 1.5×); the plain "
+          f"openai client, same requests: {plain_wall:.2f} s = {plain_wall / limit:.2f}×; "
+          f"{_load()}")
     return {"items": items, "wall_s": wall, "walls": walls, "limit_s": limit,
-            "ratio": wall / limit}
+            "ratio": wall / limit, "plain_wall_s": plain_wall, "plain_ratio": plain_wall / limit}
 
 
 def workers_throughput(tmp: Path, n_workers: int, n_items: int, pg_url: str,
