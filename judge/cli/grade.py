@@ -105,7 +105,7 @@ def _grade(loaded: LoadedScenario, traces: list[Path], rubrics: list[str],
     into a JSONL call cache only; returns the result and the summary."""
     from judge.cli.database import open_database
     from judge.cli.progress import progress_bar
-    from judge.pipeline import GradeOptions, Hooks, Source, grade_traces
+    from judge.pipeline import GradeOptions, Hooks, Source, grade_run, grade_traces
     from judge.trace import iter_traces
 
     errors: list[InputError] = []
@@ -138,19 +138,13 @@ def _grade(loaded: LoadedScenario, traces: list[Path], rubrics: list[str],
             return result, _summary(result.verdicts, provider, result.stats, result.checked,
                                     rubrics, prompts, replay_only)
         with open_database(settings=settings) as store:
-            run_id = store.save_run(config={"command": "grade", "model": spec})
-            try:
-                result = grade_traces([source], prompts=prompts, provider=provider,
-                                      settings=settings, store=store, run_id=run_id,
-                                      errors=errors, hooks=hooks, options=GradeOptions(
-                                          replay_only=replay_only, keep_verdicts=True))
-            except KeyboardInterrupt:
-                store.finish_run(run_id, status="interrupted")
-                raise
-            store.finish_run(run_id, status="finished" if result.checked.n_traces else "failed")
+            result = grade_run([source], store=store, config={"command": "grade", "model": spec},
+                               prompts=prompts, provider=provider, settings=settings,
+                               errors=errors, hooks=hooks,
+                               options=GradeOptions(replay_only=replay_only, keep_verdicts=True))
             summary = _summary(result.verdicts, provider, result.stats, result.checked,
                                rubrics, prompts, replay_only)
-            summary["run_id"] = run_id
+            summary["run_id"] = result.run_id
             summary["database"] = store.where
     return result, summary
 

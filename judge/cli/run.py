@@ -88,19 +88,17 @@ def run(
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Run a suite: checks, judge items, route, store, and apply the release gate."""
-    from judge.suite.run import RunOptions, SuiteInterrupted, run_suite
+    from judge.suite.run import RunOptions, SuiteInterrupted, resumed, run_suite
 
     with cli_errors():
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
                                  rpm=rpm, database_url=database)
         with open_database(settings=settings) as store:
             if resume is not None:
-                stored = store.get_run(resume)
-                if stored is None:
-                    die(f"no run '{resume}' in {store.where}")
-                suite_file = suite_file or Path(stored["config"]["manifest"])
-                suite = suite or stored["config"].get("suite")
-                model = model or stored["config"].get("model")
+                before = resumed(store, resume)
+                suite_file = suite_file or before.manifest
+                suite = suite or before.suite
+                model = model or before.model
             if suite_file is None:
                 die("give a suite manifest (SUITE_FILE) or --resume RUN_ID")
             from judge.providers.registry import default_model_spec
@@ -144,17 +142,11 @@ def report_run(
 ) -> None:
     """Write a stored run's report (md, html, json or text)."""
     from judge.suite.report import render_html, render_markdown, render_text
+    from judge.suite.run import stored_summary
 
     with cli_errors():
         with open_database(database) as store:
-            stored = store.get_run(run_id)
-            where = store.where
-        if stored is None:
-            die(f"no run '{run_id}' in {where}")
-        summary = stored.get("summary") or {}
-        if not summary:
-            die(f"run '{run_id}' has no summary yet (status {stored['status']}; finish it "
-                f"with judge run --resume {run_id})")
+            summary = stored_summary(store, run_id)
         renderers: dict[str, Callable[[dict[str, Any]], str]] = {
             "md": render_markdown, "html": render_html, "text": render_text,
             "json": _json_dump}

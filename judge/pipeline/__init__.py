@@ -1,6 +1,7 @@
 """The grading pipeline: checks → items → render → provider → validate → route → store.
 
-- `grade_traces` (grade): the one entry point `judge grade` and `judge run` call;
+- `grade_traces` (grade): the one entry point `judge grade` and `judge run` call, and
+  `grade_run` (the same as a stored run of its own, `judge grade`);
 - `Checker`, `Source` (collect): deterministic checks and item extraction, stored in chunks;
 - `GradingPool` (pool): a fixed set of grading workers over items as they arrive;
 - `Router`, `route_and_save` (route): vetoes, calibration and review requests, in one place;
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from judge.pipeline.grade import Graded as Graded
     from judge.pipeline.grade import GradeOptions as GradeOptions
     from judge.pipeline.grade import Hooks as Hooks
+    from judge.pipeline.grade import grade_run as grade_run
     from judge.pipeline.grade import grade_traces as grade_traces
     from judge.pipeline.route import Router as Router
     from judge.pipeline.route import route_and_save as route_and_save
@@ -37,6 +39,7 @@ _WHERE: dict[str, str] = {
     "Graded": "judge.pipeline.grade",
     "Hooks": "judge.pipeline.grade",
     "grade_traces": "judge.pipeline.grade",
+    "grade_run": "judge.pipeline.grade",
     "Router": "judge.pipeline.route",
     "route_and_save": "judge.pipeline.route",
     "VerdictSink": "judge.pipeline.sink",

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from judge.errors import InputError
 from judge.formats import Verdict
@@ -101,6 +101,20 @@ def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
     asyncio.run(pipeline.run())
     assert pipeline.result is not None
     return pipeline.result
+
+
+def grade_run(sources: Iterable[Source], *, store: Store, config: Mapping[str, Any],
+              **kwargs: Any) -> Graded:
+    """`grade_traces` as one run of its own in the store: the run is started with `config`,
+    then finished ("failed" when no trace could be checked, "interrupted" on SIGINT)."""
+    run_id = store.save_run(config=dict(config))
+    try:
+        result = grade_traces(sources, store=store, run_id=run_id, **kwargs)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, status="interrupted")
+        raise
+    store.finish_run(run_id, status="finished" if result.checked.n_traces else "failed")
+    return result
 
 
 class _Pipeline:

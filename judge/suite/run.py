@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.errors import InputError, StoreError
@@ -75,6 +76,40 @@ class _Observed:
         self.outcomes(tc)
         if self.on_trace is not None:
             self.on_trace()
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What a stored run was started with: its manifest (None: not a `judge run`), suite and
+    model spec."""
+
+    manifest: Path | None
+    suite: str | None
+    model: str | None
+
+
+def resumed(store: Store, run_id: str) -> Resumed:
+    """The stored run `run_id`'s manifest, suite and model (InputError if there is none)."""
+    stored = store.get_run(run_id)
+    if stored is None:
+        raise InputError(f"no run '{run_id}' in {store.where}")
+    config = stored.get("config") or {}
+    manifest = config.get("manifest")
+    return Resumed(Path(manifest) if manifest else None, config.get("suite"),
+                   config.get("model"))
+
+
+def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
+    """The summary stored on a finished run (InputError if there is no such run, or it has
+    not finished)."""
+    stored = store.get_run(run_id)
+    if stored is None:
+        raise InputError(f"no run '{run_id}' in {store.where}")
+    summary = stored.get("summary") or {}
+    if not summary:
+        raise InputError(f"run '{run_id}' has no summary yet (status {stored['status']}; "
+                         f"finish it with judge run --resume {run_id})")
+    return dict(summary)
 
 
 def sources(plan: Plan, errors: list[InputError]) -> list[Source]:
