@@ -73,7 +73,7 @@ def test_help_imports_no_command_module_and_no_heavy_library() -> None:
 def test_check_imports_no_database_numpy_or_sdk(tmp_path: Path) -> None:
     (tmp_path / "scenario.yaml").write_text(SCENARIO)
     (tmp_path / "t.json").write_text(json.dumps(TRACE))
-    for fmt in ("text", "json"):
+    for fmt in ("text", "json", "jsonl"):
         r = probe("check", str(tmp_path / "scenario.yaml"), str(tmp_path / "t.json"),
                   "--format", fmt)
         assert r["code"] in (0, None), r

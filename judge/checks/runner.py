@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from judge.checks.base import Check
 from judge.checks.budgets import Budgets
@@ -20,7 +21,7 @@ from judge.checks.report import CheckReport
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
-from judge.trace.loader import TraceStream
+from judge.trace.loader import TraceStream, iter_trace_streams
 from judge.trace.model import Event, EventKind, Trace, TraceHeader
 
 CHECKS: tuple[type[Check], ...] = (
@@ -71,3 +72,17 @@ def run_checks(loaded: LoadedScenario, trace: Trace | TraceStream) -> CheckRepor
     return CheckReport(trace_id=header.trace_id, scenario_id=scenario.id, findings=findings,
                        completion=completion_summary(ctx), events=ctx.events,
                        suppressed=suppressed)
+
+
+def check_paths(loaded: LoadedScenario, paths: Iterable[str | Path],
+                errors: list[InputError]) -> Iterator[CheckReport]:
+    """Check every trace of every file as it is read: one report per valid trace, in order.
+
+    A bad trace (or file) is appended to `errors` and skipped; the rest are still checked.
+    """
+    for path in paths:
+        for stream in iter_trace_streams(path, errors):
+            try:
+                yield run_checks(loaded, stream)
+            except InputError as exc:
+                errors.append(exc)
