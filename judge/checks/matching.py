@@ -16,7 +16,6 @@ from judge.ledger.reducer import Entry, LedgerSnapshot
 from judge.ledger.scenario import ArgMatcher, ResultMatcher
 
 MISSING: Any = object()
-_FLAT = frozenset({str, int, float, bool, type(None)})
 _SCALAR = frozenset({str, int, float})
 
 
@@ -76,6 +75,26 @@ def regex_search(pattern: str, text: str) -> bool:
     return _regex(pattern).search(text) is not None
 
 
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=|\\g<")
+
+
+def any_regex(patterns: list[str]) -> Callable[[str], bool]:
+    """Does any of `patterns` (case-insensitive) match somewhere in a text? One regex for
+    all of them when they combine, else one at a time: an inline global flag cannot be
+    combined, and a backreference would point into another pattern's groups."""
+    if not patterns:
+        return lambda text: False
+    try:
+        if any(_BACKREF.search(p) for p in patterns):
+            raise re.error("backreference")
+        combined = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    except re.error:
+        compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+        return lambda text: any(c.search(text) for c in compiled)
+    search = combined.search
+    return lambda text: search(text) is not None
+
+
 def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> bool:
     """Does one argument matcher hold for a call's args, against the ledger at its turn?
 
@@ -114,7 +133,7 @@ ArgTest = Callable[[dict[str, Any], LedgerSnapshot], bool]
 def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
     """`arg_matches` for one matcher, specialised once (the hot path of `forbidden`)."""
     path = m.path
-    if "." not in path and m.exists is None and m.equals is not None:
+    if path and "." not in path and m.exists is None and m.equals is not None:
         want = m.equals
         if is_scalar(want):
             t = type(want)
@@ -123,7 +142,8 @@ def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
                 v = args.get(path, MISSING)
                 return v is not MISSING and ((type(v) is t and v == want) or json_eq(v, want))
             return equals
-    if "." not in path and m.exists is None and (m.in_ is not None or m.not_in is not None):
+    if (path and "." not in path and m.exists is None
+            and (m.in_ is not None or m.not_in is not None)):
         items = m.in_ if m.in_ is not None else m.not_in
         assert items is not None
         inside = m.in_ is not None
@@ -137,6 +157,25 @@ def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
             found = (is_scalar(v) and v in fast) or json_in(v, rest)
             return found is inside
         return member
+
+    key = m.equals_key or m.in_key or m.not_in_key
+    if path and "." not in path and m.exists is None and key is not None and (
+            m.equals is None and m.not_equals is None and m.in_ is None and m.not_in is None
+            and m.matches is None):
+        test = json_eq if m.equals_key is not None else json_in
+        negate = m.not_in_key is not None
+
+        def against_ledger(args: dict[str, Any], snap: LedgerSnapshot) -> bool:
+            v = args.get(path, MISSING)
+            if v is MISSING:
+                return False
+            held = snap.value(key, MISSING)
+            if held is MISSING or held is None:
+                return False
+            if type(v) is str and type(held) is list:
+                return (v in held) is not negate  # a string equals only an equal string
+            return test(v, held) is not negate
+        return against_ledger
 
     def general(args: dict[str, Any], snap: LedgerSnapshot) -> bool:
         return arg_matches(m, args, snap)
@@ -217,8 +256,13 @@ def carries(text: str, entry: Entry) -> bool:
 
 def canonical_call(tool: str, args: dict[str, Any] | None) -> int:
     """A hash identifying a call by tool and arguments (key order does not matter)."""
-    if args is not None and all(type(v) in _FLAT for v in args.values()):
-        return hash((tool, frozenset(args.items())))  # flat args: 1, 1.0 and True collide
+    if args is not None:
+        try:  # flat args hash as they are (1, 1.0 and True collide)
+            items: frozenset[tuple[str, Any]] | None = frozenset(args.items())
+        except TypeError:  # a list or object among the values
+            items = None
+        if items is not None:
+            return hash((tool, items))
     try:
         body = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
