@@ -11,8 +11,9 @@ from pydantic import ValidationError
 
 from judge.errors import InputError
 from judge.trace import Event, Trace, iter_traces
-from judge.trace.fast import parse_trace_json
+from judge.trace.fast import parse_trace_json, validate_event_json
 from judge.trace.loader import iter_trace_streams
+from judge.trace.model import ALLOWED_FIELDS, KIND_ALIASES, EventKind
 
 TRACE = {
     "trace_id": "t/1", "scenario": "s", "candidate": {"model": "m"},
@@ -134,9 +135,13 @@ WRONG = {"text": [3, [], {}], "tool": [1, ["x"]], "args": ["x", [1], 2], "call_i
 def mutated_event(draw: st.DrawFn) -> Any:
     """A valid event with one thing wrong (or, now and then, nothing wrong)."""
     ev = draw(valid_event())
-    how = draw(st.sampled_from(["none", "extra", "drop", "null", "wrong", "kind", "raw"]))
-    if how == "extra":
-        ev[draw(st.sampled_from(EVENT_FIELDS))] = draw(st.one_of(st.none(), values))
+    how = draw(st.sampled_from(["none", "extra", "extra", "drop", "null", "wrong", "kind",
+                                "raw"]))
+    if how == "extra":  # a field this kind may not carry, with a value of a plausible type
+        kind = EventKind(KIND_ALIASES.get(ev["kind"], ev["kind"]))
+        foreign = sorted(set(EVENT_FIELDS) - ALLOWED_FIELDS[kind])
+        ev[draw(st.sampled_from(foreign))] = draw(st.one_of(
+            st.none(), st.text(max_size=3), st.dictionaries(st.just("a"), scalars)))
     elif how == "drop":
         ev.pop(draw(st.sampled_from([*REQUIRED[ev["kind"]], "kind"])))
     elif how == "null":
@@ -235,3 +240,21 @@ def test_seq_must_increase_when_every_position_is_given(seqs: list[int]) -> None
     assert parse_trace_json(json.dumps(trace)) is None
     with pytest.raises(ValidationError, match="seq"):
         Trace.model_validate(trace)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ev=mutated_event())
+def test_fast_event_path_accepts_only_what_the_model_accepts(ev: Any) -> None:
+    """The per-line validator of streamed traces, against `Event.model_validate`."""
+    try:
+        got: Event | None = validate_event_json(json.dumps(ev))
+    except ValidationError:
+        got = None
+    try:
+        want: Event | None = Event.model_validate(ev)
+    except ValidationError:
+        want = None
+    if got is not None:
+        assert want is not None, f"fast path accepted what the model refuses: {ev!r}"
+        assert got.model_dump() == want.model_dump()
+        assert got.model_fields_set == want.model_fields_set

@@ -14,7 +14,8 @@ text) to `Trace` and `Event` instances in Rust:
 `parse_trace_json` then fills `seq`/`turn` (`fill_positions`, as `Trace`'s own validator
 does). It returns None for anything it does not accept — the caller takes the careful path,
 which words the error (file, line, field) or, should this path be stricter than the model,
-accepts the trace. Tests hold the two paths to the same results.
+accepts the trace. `validate_event_json` does the same for one event line of a streamed
+trace (raising ValidationError instead). Tests hold the two paths to the same results.
 """
 
 from __future__ import annotations
@@ -78,13 +79,18 @@ def _event_variant(kind: EventKind, fields: dict[str, Any]) -> CoreSchema:
                            config=cs.CoreConfig(extra_fields_behavior="forbid"))
 
 
-def _trace_schema() -> CoreSchema:
+def _event_schema() -> CoreSchema:
+    """An event: one variant per kind, chosen by `kind` (either spelling)."""
     event_fields = _model_fields(Event)
     variants = {k: _event_variant(k, event_fields) for k in EventKind}
     choices: dict[Any, CoreSchema] = {k.value: v for k, v in variants.items()}
     for alias, value in KIND_ALIASES.items():
         choices[alias] = variants[EventKind(value)]
-    events = cs.list_schema(cs.tagged_union_schema(choices, discriminator="kind"))
+    return cs.tagged_union_schema(choices, discriminator="kind")
+
+
+def _trace_schema() -> CoreSchema:
+    events = cs.list_schema(_event_schema())
     fields = dict(_model_fields(Trace))
     fields["events"] = cs.model_field(events)
     return cs.model_schema(Trace, cs.model_fields_schema(fields, extra_behavior="forbid"),
@@ -92,6 +98,10 @@ def _trace_schema() -> CoreSchema:
 
 
 _validate_json = SchemaValidator(_trace_schema()).validate_json
+
+validate_event_json = SchemaValidator(_event_schema()).validate_json
+"""One event line (JSON) to an `Event`, `seq`/`turn` not filled; raises ValidationError
+for anything `Event.model_validate` would refuse (and possibly more: then ask the model)."""
 
 
 def parse_trace_json(text: str | bytes) -> Trace | None:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace.fast import parse_trace_json
+from judge.trace.fast import parse_trace_json, validate_event_json
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
 
@@ -212,7 +212,7 @@ class _StreamedEvents:
 
     def __iter__(self) -> Iterator[Event]:
         lines = self._lines
-        validate_json = Event.__pydantic_validator__.validate_json
+        validate_json = validate_event_json
         fill = self._state.fill
         try:
             while not self._done:
