@@ -254,22 +254,24 @@ class CheckContext:
             return
         seen = self.lookup_values[i]
         stack = [found]
+        pop, push_all = stack.pop, stack.extend
         n = 0
         while stack and n < MAX_SCALARS_PER_RESULT:
-            cur = stack.pop()
+            cur = pop()
             t = type(cur)
             if t is str or t is int or t is float or (
-                    t is not bool and isinstance(cur, str | int | float)):
+                    t is not bool and t is not dict and t is not list
+                    and isinstance(cur, str | int | float)):
                 n += 1
                 if cur not in seen:
                     seen[cur] = at
                     if len(seen) > MAX_LOOKUP_VALUES:
                         del seen[next(iter(seen))]
             elif isinstance(cur, dict):
-                stack.extend(cur.values())
-                stack.extend(cur.keys())
+                push_all(cur.values())
+                push_all(cur)  # the keys
             elif isinstance(cur, list | tuple):
-                stack.extend(cur)
+                push_all(cur)
 
     def _on_summary(self, ev: Event, at: At) -> None:
         if (ev.reason or "").strip().lower() != "compaction":

@@ -145,7 +145,7 @@ class _Lines:
         try:
             for raw in self.it:
                 self.lineno += 1
-                if raw.strip():
+                if not raw.isspace():  # (no copy of a long line, unlike strip)
                     return self.lineno, raw
         except UnicodeDecodeError as exc:
             raise self.broken(exc) from None
