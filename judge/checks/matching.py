@@ -248,10 +248,31 @@ def value_phrases(value: Any) -> list[str]:
 
 def carries(text: str, entry: Entry) -> bool:
     """Does `text` carry the entry: one of its aliases, or its whole current value?"""
-    if any(has_phrase(text, a) for a in entry.aliases):
-        return True
+    found = _carriers.get(id(entry))
+    if found is None or found[0] is not entry:  # (an id can be reused once freed)
+        if len(_carriers) >= 4096:
+            _carriers.clear()
+        found = _carriers[id(entry)] = (entry, _carrier(entry))
+    return found[1](text)
+
+
+_carriers: dict[int, tuple[Entry, Callable[[str], bool]]] = {}
+
+
+def _carrier(entry: Entry) -> Callable[[str], bool]:
+    """`carries` for one entry, its phrases compiled: every alias in one whole-word regex
+    (some alias matches iff the alternation does), then each phrase of the value."""
+    aliases = [a for a in entry.aliases if a]
+    any_alias = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in aliases) + r")(?!\w)",
+                           re.IGNORECASE).search if aliases else None
     phrases = value_phrases(entry.value)
-    return bool(phrases) and all(has_phrase(text, p) for p in phrases)
+    each = [_phrase_re(p).search for p in phrases] if phrases and all(phrases) else []
+
+    def carrier(text: str) -> bool:
+        if any_alias is not None and any_alias(text) is not None:
+            return True
+        return bool(each) and all(search(text) is not None for search in each)
+    return carrier
 
 
 def canonical_call(tool: str, args: dict[str, Any] | None) -> int:

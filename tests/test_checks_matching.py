@@ -1,0 +1,43 @@
+"""The compiled matchers of judge.checks.matching agree with their plain definitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judge.checks.matching import carries, has_phrase, value_phrases
+from judge.ledger.reducer import Entry
+from judge.ledger.scenario import EntryClass, Persistence, Sensitivity, Source
+
+words = st.sampled_from(["US", "ship to US", "CA", "500 dollars", "a.b", "(x)", "", " ",
+                         "é", "order-13", "7", "us", "U"])
+entry_values = st.one_of(st.none(), words, st.integers(0, 9), st.floats(0, 2),
+                         st.lists(st.one_of(words, st.integers(0, 9)), max_size=3),
+                         st.dictionaries(st.just("k"), words, max_size=1), st.booleans())
+
+
+def plain_carries(text: str, entry: Entry) -> bool:
+    """`carries` as specified: an alias as a whole phrase, or every phrase of the value."""
+    if any(has_phrase(text, a) for a in entry.aliases):
+        return True
+    phrases = value_phrases(entry.value)
+    return bool(phrases) and all(has_phrase(text, p) for p in phrases)
+
+
+def entry(value: Any, aliases: list[str]) -> Entry:
+    return Entry(key="k", value=value, class_=EntryClass.CONSTRAINT,
+                 persistence=Persistence.SESSION, sensitivity=Sensitivity.NORMAL,
+                 source=Source.USER, since_turn=1, aliases=tuple(aliases))
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=entry_values, aliases=st.lists(words, max_size=3),
+       text=st.lists(st.one_of(words, st.sampled_from([" ", ", ", "x", "-", "."])),
+                     max_size=6).map("".join))
+def test_compiled_carries_is_the_plain_definition(value: Any, aliases: list[str],
+                                                  text: str) -> None:
+    e = entry(value, aliases)
+    assert carries(text, e) == plain_carries(text, e)
+    assert carries(text, e) == plain_carries(text, e)  # the compiled form, cached
