@@ -132,7 +132,6 @@ class CheckContext:
         ev = self.last_assistant_event
         return None if ev is None else (At(ev.turn or 0, ev.seq or 0), ev.text or "")
 
-
     # -- ledger ------------------------------------------------------------------------
     def ledger_at(self, turn: int | None = None) -> LedgerSnapshot:
         """The ledger at a turn (default: the current event's), shared while unchanged.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -113,18 +112,18 @@ class Checker:
                            events=ctx.events, suppressed=suppressed)
 
 
-_checkers: dict[int, tuple[weakref.ref[LoadedScenario], Checker]] = {}
+_checkers: dict[int, Checker] = {}
 
 
 def checker_for(loaded: LoadedScenario) -> Checker:
-    """The `Checker` of a loaded scenario, kept while the scenario is (a few at a time)."""
+    """The `Checker` of a loaded scenario, for callers that check its traces one at a time
+    (the last few scenarios are kept, and with them their `LoadedScenario`)."""
     found = _checkers.get(id(loaded))
-    if found is not None and found[0]() is loaded:
-        return found[1]
+    if found is not None and found.loaded is loaded:
+        return found
     if len(_checkers) >= 8:
         _checkers.clear()
-    checker = Checker(loaded)
-    _checkers[id(loaded)] = (weakref.ref(loaded), checker)
+    checker = _checkers[id(loaded)] = Checker(loaded)
     return checker
 
 
@@ -134,6 +133,7 @@ def run_checks(loaded: LoadedScenario, trace: Trace | TraceStream) -> CheckRepor
     A `TraceStream` is consumed once; its bad events raise `InputError` (file:line, field).
     """
     return checker_for(loaded).check(trace)
+
 
 def check_paths(loaded: LoadedScenario, paths: Iterable[str | Path],
                 errors: list[InputError]) -> Iterator[CheckReport]:
