@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -60,14 +60,10 @@ class Shared:
     def __init__(self, loaded: LoadedScenario) -> None:
         self.ledger_turns = loaded.ledger.turns()
         self.segments: dict[tuple[int, bool], LedgerSnapshot] = {}
-        self._tables: dict[str, dict[Any, Any]] = {}
-
-    def table(self, name: str) -> dict[Any, Any]:
-        """A per-tool (or other per-name) table of decisions, kept across traces."""
-        t = self._tables.get(name)
-        if t is None:
-            t = self._tables[name] = {}
-        return t
+        self._tables: defaultdict[str, dict[Any, Any]] = defaultdict(dict)
+        #: `table(name)`: a per-tool (or other per-name) table of decisions, kept across
+        #: traces (a C-level lookup: every check asks for its tables on every trace)
+        self.table: Callable[[str], dict[Any, Any]] = self._tables.__getitem__
 
 
 def remember(table: dict[Any, Any], key: Any, value: Any) -> Any:

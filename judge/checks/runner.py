@@ -45,6 +45,8 @@ class Checker:
                        for k in EventKind}
         self._turn_hooks = tuple(i for i, c in enumerate(self._probes)
                                  if type(c).on_turn is not Check.on_turn)
+        self._own_hooks = frozenset(i for i, c in enumerate(self._probes)
+                                    if type(c).hook is not Check.hook)
         self._tools: dict[str | None, tuple[int, ...]] = {}
 
     def _for_tool(self, tool: str | None) -> tuple[int, ...]:
@@ -70,12 +72,14 @@ class Checker:
                              f"not '{scenario.id}'", file=file, field="scenario")
         ctx = CheckContext(self.loaded, self.shared)
         checks = [cls(ctx) for cls in self._classes]
+        own = self._own_hooks
         after = ctx.after
         by_kind: dict[EventKind, list[Callable[[Event, CheckContext], None]]] = {
-            k: [*(checks[i].hook(k) for i in idx), *((after[k],) if k in after else ())]
+            k: [*(checks[i].hook(k) if i in own else checks[i].on_event for i in idx),
+                *((after[k],) if k in after else ())]
             for k, idx in self._kinds.items()}
         tool_call = EventKind.TOOL_CALL
-        hooks = [c.hook(tool_call) for c in checks]
+        hooks = [c.hook(tool_call) if i in own else c.on_event for i, c in enumerate(checks)]
         after_call = after[tool_call]
         by_tool: dict[str | None, list[Callable[[Event, CheckContext], None]]] = {}
         turn_hooks = [checks[i].on_turn for i in self._turn_hooks]
