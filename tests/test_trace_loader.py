@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace import Event, Trace, iter_traces
+from judge.trace import Event, Trace, fast, iter_traces
 from judge.trace.fast import parse_trace_json, validate_event_json
 from judge.trace.loader import iter_trace_streams
 from judge.trace.model import ALLOWED_FIELDS, KIND_ALIASES, EventKind
@@ -223,14 +223,18 @@ def test_loader_gives_what_the_model_gives_line_by_line(
 
 
 def test_fast_trace_path_takes_ordinary_traces() -> None:
+    # the Rust-only validators were built (not the models' own, the fallback)
+    built = (fast._validate_json, validate_event_json)
+    models = (Trace.__pydantic_validator__, Event.__pydantic_validator__)
+    assert all(getattr(b, "__self__", None) is not m for b, m in zip(built, models, strict=True))
     assert parse_trace_json(json.dumps(TRACE)) is not None
     examples = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     traces = sorted(examples.glob("*/*.json"))
     assert traces
     for path in traces:
-        fast = parse_trace_json(path.read_text())
-        assert fast is not None, path
-        assert fast == Trace.model_validate_json(path.read_text())
+        got = parse_trace_json(path.read_text())
+        assert got is not None, path
+        assert got == Trace.model_validate_json(path.read_text())
 
 
 @pytest.mark.parametrize("seqs", [[1, 1], [2, 1], [1, 3, 2], [5, 6, 6]])
