@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypothesis import given, settings
@@ -12,7 +13,8 @@ from judge.ledger.reducer import Entry
 from judge.ledger.scenario import EntryClass, Persistence, Sensitivity, Source
 
 words = st.sampled_from(["US", "ship to US", "CA", "500 dollars", "a.b", "(x)", "", " ",
-                         "é", "order-13", "7", "us", "U"])
+                         "é", "order-13", "7", "us", "U", "uſ", "\u212a", "k", "\u0130x",
+                         "ix", "ß", "SS"])
 entry_values = st.one_of(st.none(), words, st.integers(0, 9), st.floats(0, 2),
                          st.lists(st.one_of(words, st.integers(0, 9)), max_size=3),
                          st.dictionaries(st.just("k"), words, max_size=1), st.booleans())
@@ -41,3 +43,15 @@ def test_compiled_carries_is_the_plain_definition(value: Any, aliases: list[str]
     e = entry(value, aliases)
     assert carries(text, e) == plain_carries(text, e)
     assert carries(text, e) == plain_carries(text, e)  # the compiled form, cached
+
+
+def plain_has_phrase(text: str, phrase: str) -> bool:
+    return bool(phrase) and re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", text,
+                                      re.IGNORECASE) is not None
+
+
+@settings(max_examples=500, deadline=None)
+@given(phrase=words, text=st.lists(st.one_of(words, st.sampled_from([" ", "x", "."])),
+                                   max_size=5).map("".join))
+def test_has_phrase_is_the_whole_word_regex(phrase: str, text: str) -> None:
+    assert has_phrase(text, phrase) == plain_has_phrase(text, phrase)

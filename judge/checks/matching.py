@@ -234,7 +234,10 @@ def _phrase_re(phrase: str) -> re.Pattern[str]:
 
 def has_phrase(text: str, phrase: str) -> bool:
     """Whole-word, case-insensitive: `CA` is found in "ship to CA." but not in "CAT"."""
-    return bool(phrase) and _phrase_re(phrase).search(text) is not None
+    if not phrase or (text.isascii() and phrase.isascii()
+                      and phrase.lower() not in text.lower()):
+        return False  # (ASCII only: there a case-insensitive match implies the substring)
+    return _phrase_re(phrase).search(text) is not None
 
 
 def value_phrases(value: Any) -> list[str]:
@@ -267,11 +270,22 @@ def _carrier(entry: Entry) -> Callable[[str], bool]:
                            re.IGNORECASE).search if aliases else None
     phrases = value_phrases(entry.value)
     each = [_phrase_re(p).search for p in phrases] if phrases and all(phrases) else []
+    # For ASCII text and phrases a case-insensitive match implies the lowered substring,
+    # which `in` finds far faster than the regex engine can rule it out.
+    ascii_aliases = [a.lower() for a in aliases] if all(a.isascii() for a in aliases) else None
+    ascii_phrases = ([p.lower() for p in phrases] if each and all(p.isascii() for p in phrases)
+                     else None)
 
     def carrier(text: str) -> bool:
-        if any_alias is not None and any_alias(text) is not None:
+        low = text.lower() if text.isascii() else None
+        maybe_alias = any_alias is not None and (
+            low is None or ascii_aliases is None or any(a in low for a in ascii_aliases))
+        if maybe_alias and any_alias is not None and any_alias(text) is not None:
             return True
-        return bool(each) and all(search(text) is not None for search in each)
+        if not each or (low is not None and ascii_phrases is not None
+                        and not all(p in low for p in ascii_phrases)):
+            return False
+        return all(search(text) is not None for search in each)
     return carrier
 
 
