@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,7 @@ from judge.ledger.scenario import EntryClass, Persistence, Sensitivity, Source
 
 words = st.sampled_from(["US", "ship to US", "CA", "500 dollars", "a.b", "(x)", "", " ",
                          "é", "order-13", "7", "us", "U", "uſ", "\u212a", "k", "\u0130x",
-                         "ix", "ß", "SS"])
+                         "ix", "ß", "SS", "a a", "b", "a"])
 entry_values = st.one_of(st.none(), words, st.integers(0, 9), st.floats(0, 2),
                          st.lists(st.one_of(words, st.integers(0, 9)), max_size=3),
                          st.dictionaries(st.just("k"), words, max_size=1), st.booleans())
@@ -36,7 +37,7 @@ def entry(value: Any, aliases: list[str]) -> Entry:
 
 @settings(max_examples=500, deadline=None)
 @given(value=entry_values, aliases=st.lists(words, max_size=3),
-       text=st.lists(st.one_of(words, st.sampled_from([" ", ", ", "x", "-", "."])),
+       text=st.lists(st.one_of(words, st.sampled_from([" ", ", ", "x", "-", ".", "_", "9"])),
                      max_size=6).map("".join))
 def test_compiled_carries_is_the_plain_definition(value: Any, aliases: list[str],
                                                   text: str) -> None:
@@ -51,7 +52,16 @@ def plain_has_phrase(text: str, phrase: str) -> bool:
 
 
 @settings(max_examples=500, deadline=None)
-@given(phrase=words, text=st.lists(st.one_of(words, st.sampled_from([" ", "x", "."])),
+@given(phrase=words, text=st.lists(st.one_of(words, st.sampled_from(list(" x._1-"))),
                                    max_size=5).map("".join))
 def test_has_phrase_is_the_whole_word_regex(phrase: str, text: str) -> None:
     assert has_phrase(text, phrase) == plain_has_phrase(text, phrase)
+
+
+@pytest.mark.parametrize(("text", "phrase", "found"), [
+    ("ba a a", "a a", True),  # the first occurrence is inside a word, an overlapping one not
+    ("xa-a-a.", "a-a", True), ("ship to CA.", "ca", True), ("CAT", "CA", False),
+    ("_US", "us", False), ("US_", "us", False), ("(x) y", "(x)", True), ("a(x)", "(x)", False),
+])
+def test_has_phrase_examples(text: str, phrase: str, found: bool) -> None:
+    assert has_phrase(text, phrase) is found is plain_has_phrase(text, phrase)

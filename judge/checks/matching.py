@@ -234,10 +234,27 @@ def _phrase_re(phrase: str) -> re.Pattern[str]:
 
 def has_phrase(text: str, phrase: str) -> bool:
     """Whole-word, case-insensitive: `CA` is found in "ship to CA." but not in "CAT"."""
-    if not phrase or (text.isascii() and phrase.isascii()
-                      and phrase.lower() not in text.lower()):
-        return False  # (ASCII only: there a case-insensitive match implies the substring)
+    if not phrase:
+        return False
+    if text.isascii() and phrase.isascii():
+        return _ascii_phrase_in(text.lower(), phrase.lower())
     return _phrase_re(phrase).search(text) is not None
+
+
+_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _ascii_phrase_in(low: str, phrase: str) -> bool:
+    """`has_phrase` for lowered ASCII text and phrase, without the regex engine: an
+    occurrence of the phrase with no word character (`\\w`) just before or after it."""
+    n, end = len(phrase), len(low)
+    i = low.find(phrase)
+    while i >= 0:
+        j = i + n
+        if (i == 0 or low[i - 1] not in _ASCII_WORD) and (j == end or low[j] not in _ASCII_WORD):
+            return True
+        i = low.find(phrase, i + 1)
+    return False
 
 
 def value_phrases(value: Any) -> list[str]:
@@ -263,28 +280,30 @@ _carriers: dict[int, tuple[Entry, Callable[[str], bool]]] = {}
 
 
 def _carrier(entry: Entry) -> Callable[[str], bool]:
-    """`carries` for one entry, its phrases compiled: every alias in one whole-word regex
-    (some alias matches iff the alternation does), then each phrase of the value."""
+    """`carries` for one entry, its phrases prepared once: for ASCII text, lowered phrases
+    found without the regex engine; otherwise all aliases in one whole-word regex (some
+    alias matches iff the alternation does), then each phrase of the value."""
     aliases = [a for a in entry.aliases if a]
     any_alias = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in aliases) + r")(?!\w)",
                            re.IGNORECASE).search if aliases else None
     phrases = value_phrases(entry.value)
     each = [_phrase_re(p).search for p in phrases] if phrases and all(phrases) else []
-    # For ASCII text and phrases a case-insensitive match implies the lowered substring,
-    # which `in` finds far faster than the regex engine can rule it out.
-    ascii_aliases = [a.lower() for a in aliases] if all(a.isascii() for a in aliases) else None
-    ascii_phrases = ([p.lower() for p in phrases] if each and all(p.isascii() for p in phrases)
-                     else None)
+    low_aliases = [a.lower() for a in aliases] if all(a.isascii() for a in aliases) else None
+    low_phrases = ([p.lower() for p in phrases] if each and all(p.isascii() for p in phrases)
+                   else None)
 
     def carrier(text: str) -> bool:
         low = text.lower() if text.isascii() else None
-        maybe_alias = any_alias is not None and (
-            low is None or ascii_aliases is None or any(a in low for a in ascii_aliases))
-        if maybe_alias and any_alias is not None and any_alias(text) is not None:
-            return True
-        if not each or (low is not None and ascii_phrases is not None
-                        and not all(p in low for p in ascii_phrases)):
+        if any_alias is not None:
+            if low is not None and low_aliases is not None:
+                if any(_ascii_phrase_in(low, a) for a in low_aliases):
+                    return True
+            elif any_alias(text) is not None:
+                return True
+        if not each:
             return False
+        if low is not None and low_phrases is not None:
+            return all(_ascii_phrase_in(low, p) for p in low_phrases)
         return all(search(text) is not None for search in each)
     return carrier
 
