@@ -9,6 +9,9 @@
    `--events-per-trace` events, one trace per line, output written to a file, beside a
    `python -c` process doing `json.loads` on every line of the same file: target ≤ 3×.
 4. Peak RSS of `judge check --format json` at a tenth of the traces and at all of them.
+5. With `--instructions` (needs valgrind): instructions executed by both processes of 3. on
+   the tenth-size file, and the ratio extrapolated to the full size. Unlike times, the count
+   does not depend on what else the machine is doing.
 
 Every command runs in a fresh process; the commands of one measure are interleaved and the
 best of `--repeat` is kept (the least disturbed by other processes). Wall and CPU (user +
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -78,6 +82,18 @@ def run(cmd: list[str], out: Path | None = None) -> tuple[float, float, float, i
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, p.returncode
 
 
+def instructions(cmd: list[str], out: Path | None = None) -> int:
+    """Instructions a process executes (valgrind's cachegrind, no cache simulation)."""
+    with open(out or os.devnull, "wb") as fh:
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                               "--cachegrind-out-file=/dev/null", *cmd], stdout=fh,
+                              stderr=subprocess.PIPE, text=True, env=ENV, check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count from valgrind: {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
 def best(commands: dict[str, Callable[[], tuple[float, float, float, int]]],
          repeat: int) -> dict[str, tuple[float, float]]:
     """Interleaved runs; per command the best wall and the best CPU time."""
@@ -116,6 +132,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--instructions", action="store_true")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -164,14 +181,35 @@ def main() -> None:
         run([*check, "--format", "json"], out)
         print(f"output of --format json: {out.stat().st_size / 2**20:.1f} MiB")
 
-        if a.no_memory:
-            return
         small = d / "small.jsonl"
-        write_traces(small, max(1, a.traces // 10), a.events_per_trace)
-        for label, path in (("a tenth", small), ("all", big)):
-            _, _, rss, _ = run([JUDGE, "check", str(scenario), str(path), "--format", "json"],
-                               out)
-            print(f"peak RSS, judge check --format json, {label} of the traces: {rss:.1f} MiB")
+        tenth = max(1, a.traces // 10)
+        write_traces(small, tenth, a.events_per_trace)
+        if not a.no_memory:
+            for label, path in (("a tenth", small), ("all", big)):
+                _, _, rss, _ = run([JUDGE, "check", str(scenario), str(path), "--format",
+                                    "json"], out)
+                print(f"peak RSS, judge check --format json, {label} of the traces: "
+                      f"{rss:.1f} MiB")
+        if a.instructions:
+            one_line = d / "one.jsonl"
+            write_traces(one_line, 1, a.events_per_trace)
+            n_small = tenth * a.events_per_trace
+            counts = {
+                "python": instructions([py, "-c", "pass"]),
+                "loads": instructions([py, "-c", JSON_LOADS, str(small)]),
+                "check": instructions([JUDGE, "check", str(scenario), str(small), "--format",
+                                       "json"], out),
+                "start": instructions([JUDGE, "check", str(scenario), str(one_line),
+                                       "--format", "json"], out),
+            }
+            per_loads = (counts["loads"] - counts["python"]) / n_small
+            per_check = (counts["check"] - counts["start"]) / (n_small - a.events_per_trace)
+            print(f"instructions per event: json.loads {per_loads:,.0f}, judge check "
+                  f"--format json {per_check:,.0f}; start-up {counts['start'] / 1e9:.2f} G "
+                  f"(json.loads process {counts['python'] / 1e9:.2f} G)")
+            full = (counts["start"] + per_check * events) / (
+                counts["python"] + per_loads * events)
+            print(f"instruction ratio at {events:,} events: {full:.2f}x")
 
 
 if __name__ == "__main__":
