@@ -27,6 +27,9 @@ SEVERITY_WEIGHTS: dict[Severity, float] = {
 }
 
 
+_SEVERITY_VALUE = {s: s.value for s in Severity}  # (Enum.value is a Python-level property)
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One result of one check; `seq` is the evidence event (None = the whole trace)."""
@@ -42,7 +45,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {"check": self.check, "passed": self.passed, "key": self.key, "seq": self.seq,
-                "turn": self.turn, "severity": self.severity.value,
+                "turn": self.turn, "severity": _SEVERITY_VALUE[self.severity],
                 "safety_critical": self.safety_critical, "message": self.message}
 
 

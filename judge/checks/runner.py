@@ -74,10 +74,12 @@ class Checker:
         checks = [cls(ctx) for cls in self._classes]
         own = self._own_hooks
         after = ctx.after
-        by_kind: dict[EventKind, list[Callable[[Event, CheckContext], None]]] = {
-            k: [*(checks[i].hook(k) if i in own else checks[i].on_event for i in idx),
-                *((after[k],) if k in after else ())]
-            for k, idx in self._kinds.items()}
+        by_kind: dict[EventKind, list[Callable[[Event, CheckContext], None]]] = {}
+        for k, idx in self._kinds.items():
+            hooks_of_kind = [checks[i].hook(k) if i in own else checks[i].on_event for i in idx]
+            if k in after:
+                hooks_of_kind.append(after[k])
+            by_kind[k] = hooks_of_kind
         tool_call = EventKind.TOOL_CALL
         hooks = [c.hook(tool_call) if i in own else c.on_event for i, c in enumerate(checks)]
         after_call = after[tool_call]
