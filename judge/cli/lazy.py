@@ -40,9 +40,9 @@ class Entry:
         return getattr(importlib.import_module(self.module), self.attr)
 
 
-def build_command(entry: Entry, target: Any | None = None) -> Command:
+def build_command(entry: Entry) -> Command:
     """The click command typer builds for `entry` when it is registered eagerly."""
-    target = entry.load() if target is None else target
+    target = entry.load()
     holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     holder.callback()(_noop)  # a callback makes `holder` a group, so the name is kept
     if isinstance(target, typer.Typer):
