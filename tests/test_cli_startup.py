@@ -82,11 +82,11 @@ def test_check_imports_no_database_numpy_or_sdk(tmp_path: Path) -> None:
 
 
 def test_modules_judge_check_needs_import_no_heavy_library() -> None:
-    code = ("import sys, judge.cli.main, judge.cli.check, judge.checks, judge.trace, "
-            "judge.ledger; print(sorted({m.split('.')[0] for m in sys.modules}))")
+    code = ("import json, sys, judge.cli.main, judge.cli.check, judge.checks, judge.trace, "
+            "judge.ledger; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout
-    loaded = set(json.loads(out.replace("'", '"')))
+    loaded = set(json.loads(out))
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
