@@ -109,7 +109,8 @@ def best(commands: dict[str, Callable[[], tuple[float, float, float, int]]],
     return {k: (min(walls[k]), min(cpus[k])) for k in commands}
 
 
-def write_traces(path: Path, n_traces: int, per_trace: int, seed: int = 7) -> int:
+def write_traces(path: Path, n_traces: int, per_trace: int, seed: int = 7,
+                 compaction_every: int = 5) -> int:
     """`n_traces` traces of `per_trace` events, one trace per line; returns the events."""
     rng = random.Random(seed)
     with path.open("w", encoding="utf-8") as fh:
@@ -117,7 +118,7 @@ def write_traces(path: Path, n_traces: int, per_trace: int, seed: int = 7) -> in
             fh.write(json.dumps({
                 "trace_id": f"bench/{i}", "scenario": "bench-support",
                 "candidate": {"model": "bench"},
-                "events": list(support_events(per_trace, rng, compaction_every=5))}) + "\n")
+                "events": list(support_events(per_trace, rng, compaction_every))}) + "\n")
     return n_traces * per_trace
 
 
@@ -133,6 +134,9 @@ def main() -> None:
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--skip-big", action="store_true")
     ap.add_argument("--instructions", action="store_true")
+    ap.add_argument("--compaction-every", type=int, default=5,
+                    help="turns between compaction summaries (10 events a turn; 50 = none "
+                         "in a 100-event trace)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -162,11 +166,13 @@ def main() -> None:
         if a.skip_big:
             return
         big = d / "big.jsonl"
-        events = write_traces(big, a.traces, a.events_per_trace)
+        events = write_traces(big, a.traces, a.events_per_trace,
+                              compaction_every=a.compaction_every)
         size = big.stat().st_size / 2**20
         out = d / "out"
         print(f"big.jsonl: {a.traces:,} traces x {a.events_per_trace} events = {events:,} "
-              f"events, {size:.0f} MiB, one trace per line")
+              f"events, {size:.0f} MiB, one trace per line, a compaction summary every "
+              f"{a.compaction_every} turns")
         check = [JUDGE, "check", str(scenario), str(big)]
         r = best({"loads": lambda: run([py, "-c", JSON_LOADS, str(big)]),
                   "json": lambda: run([*check, "--format", "json"], out),
@@ -183,7 +189,7 @@ def main() -> None:
 
         small = d / "small.jsonl"
         tenth = max(1, a.traces // 10)
-        write_traces(small, tenth, a.events_per_trace)
+        write_traces(small, tenth, a.events_per_trace, compaction_every=a.compaction_every)
         if not a.no_memory:
             for label, path in (("a tenth", small), ("all", big)):
                 _, _, rss, _ = run([JUDGE, "check", str(scenario), str(path), "--format",
@@ -192,7 +198,7 @@ def main() -> None:
                       f"{rss:.1f} MiB")
         if a.instructions:
             one_line = d / "one.jsonl"
-            write_traces(one_line, 1, a.events_per_trace)
+            write_traces(one_line, 1, a.events_per_trace, compaction_every=a.compaction_every)
             n_small = tenth * a.events_per_trace
             counts = {
                 "python": instructions([py, "-c", "pass"]),
