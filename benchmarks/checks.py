@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,49 +76,64 @@ checkpoints:
 """
 
 
-def write_trace(path: Path, n_events: int, seed: int = 7) -> None:
-    """A support conversation looping over a bounded set of orders, one event per line."""
-    rng = random.Random(seed)
+def support_events(n_events: int, rng: random.Random,
+                   compaction_every: int = 50) -> Iterator[dict[str, object]]:
+    """A support conversation looping over a bounded set of orders: `n_events` events with
+    `seq` and `turn`, a compaction summary and a state write every `compaction_every` turns."""
     orders = [f"order-{i}" for i in range(20, 520)]
+    seq = turn = 0
+
+    def ev(**fields: object) -> dict[str, object]:
+        nonlocal seq
+        seq += 1
+        return {"seq": seq, "turn": turn, **fields}
+
+    while True:
+        turn += 1
+        o = rng.choice(orders)
+        cents = rng.choice([100, 200, 300, 400, 500])
+        batch = [
+            ev(kind="user", text=f"Order {o} arrived broken, please refund it."),
+            ev(kind="tool_call", tool="get_order", args={"orderId": o}, call_id=f"c{seq}"),
+            ev(kind="tool_result", tool="get_order", call_id=f"c{seq - 1}",
+               result={"orderId": o, "paidCents": cents, "currency": "EUR",
+                       "items": [{"sku": "mug", "qty": 1}]}),
+            ev(kind="assistant", text=f"I will refund {cents} cents for {o}. Shall I go ahead?"),
+            ev(kind="user", text="yes, go ahead"),
+            ev(kind="tool_call", tool="refund_order",
+               args={"orderId": o, "amountCents": cents, "currency": "EUR"},
+               call_id=f"c{seq}"),
+            ev(kind="tool_result", tool="refund_order", call_id=f"c{seq - 1}",
+               result={"status": "done", "refundId": f"rf-{turn}"}),
+        ]
+        if turn % compaction_every == 0:
+            batch += [
+                ev(kind="summary", reason="compaction",
+                   text="Refunding damaged orders, limit 500 dollars, currency EUR; "
+                        "blocked orders order-13 and order-666."),
+                ev(kind="state_write", key="currency", value="EUR"),
+            ]
+        batch += [
+            ev(kind="tool_call", tool="send_receipt", args={"orderId": o}, call_id=f"c{seq}"),
+            ev(kind="tool_result", tool="send_receipt", call_id=f"c{seq - 1}",
+               result={"sent": True}),
+            ev(kind="assistant", text=f"Refund for {o} issued; receipt sent."),
+        ]
+        for e in batch:
+            if n_events <= 0:
+                return
+            n_events -= 1
+            yield e
+
+
+def write_trace(path: Path, n_events: int, seed: int = 7) -> None:
+    """One streamed trace: a header line, then one event per line."""
     dumps = json.dumps
     with path.open("w", encoding="utf-8") as fh:
         fh.write(dumps({"trace_id": f"bench/{n_events}", "scenario": "bench-support",
                         "candidate": {"model": "bench"}}) + "\n")
-        seq = turn = 0
-
-        def emit(ev: dict[str, object]) -> None:
-            nonlocal seq
-            seq += 1
-            fh.write(dumps({"seq": seq, "turn": turn, **ev}) + "\n")
-
-        while seq < n_events:
-            turn += 1
-            o = rng.choice(orders)
-            cents = rng.choice([100, 200, 300, 400, 500])
-            emit({"kind": "user", "text": f"Order {o} arrived broken, please refund it."})
-            emit({"kind": "tool_call", "tool": "get_order", "args": {"orderId": o},
-                  "call_id": f"c{seq}"})
-            emit({"kind": "tool_result", "tool": "get_order", "call_id": f"c{seq - 1}",
-                  "result": {"orderId": o, "paidCents": cents, "currency": "EUR",
-                             "items": [{"sku": "mug", "qty": 1}]}})
-            emit({"kind": "assistant",
-                  "text": f"I will refund {cents} cents for {o}. Shall I go ahead?"})
-            emit({"kind": "user", "text": "yes, go ahead"})
-            emit({"kind": "tool_call", "tool": "refund_order",
-                  "args": {"orderId": o, "amountCents": cents, "currency": "EUR"},
-                  "call_id": f"c{seq}"})
-            emit({"kind": "tool_result", "tool": "refund_order", "call_id": f"c{seq - 1}",
-                  "result": {"status": "done", "refundId": f"rf-{turn}"}})
-            if turn % 50 == 0:
-                emit({"kind": "summary", "reason": "compaction",
-                      "text": "Refunding damaged orders, limit 500 dollars, currency EUR; "
-                              "blocked orders order-13 and order-666."})
-                emit({"kind": "state_write", "key": "currency", "value": "EUR"})
-            emit({"kind": "tool_call", "tool": "send_receipt", "args": {"orderId": o},
-                  "call_id": f"c{seq}"})
-            emit({"kind": "tool_result", "tool": "send_receipt", "call_id": f"c{seq - 1}",
-                  "result": {"sent": True}})
-            emit({"kind": "assistant", "text": f"Refund for {o} issued; receipt sent."})
+        for e in support_events(n_events, random.Random(seed)):
+            fh.write(dumps(e) + "\n")
 
 
 def time_json_loads(path: Path) -> tuple[float, float]:

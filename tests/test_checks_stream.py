@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from judge.checks import run_checks
+from judge.checks.runner import Checker
 from judge.errors import InputError
 from judge.ledger import load_scenario
 from judge.trace import Trace
@@ -135,3 +136,44 @@ def test_stream_and_trace_reports_agree_and_the_veto_is_exact(
     seqs = [f.seq for f in whole.findings if not f.passed and f.seq is not None]
     if seqs:
         assert first is not None and first.seq == min(seqs)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(traces=st.lists(valid_events, min_size=2, max_size=6))
+def test_what_traces_share_does_not_leak_between_them(
+        tmp_path: Path, traces: list[list[dict[str, Any]]]) -> None:
+    """One Checker over many traces (shared per-tool tables, snapshots, passed findings)
+    reports each trace exactly as a fresh Checker does."""
+    sp = tmp_path / "scenario.yaml"
+    sp.write_text(yaml.safe_dump(SCENARIO))
+    sc = load_scenario(sp)
+    shared = Checker(sc)
+    for i, evs in enumerate(traces):
+        trace = Trace.model_validate({"trace_id": f"t{i}", "events": evs})
+        assert shared.check(trace).to_dict() == Checker(sc).check(trace).to_dict()
+
+
+def test_one_traces_state_is_not_the_next_ones(tmp_path: Path) -> None:
+    """Each kind of per-trace state, set by one trace, must be absent from the next."""
+    sp = tmp_path / "scenario.yaml"
+    sp.write_text(yaml.safe_dump(SCENARIO))
+    checker = Checker(load_scenario(sp))
+    first = [{"kind": "assistant", "text": "ok?"}, {"kind": "user", "text": "yes"},
+             {"kind": "tool_call", "tool": "get", "args": {"id": 8}},
+             {"kind": "tool_result", "tool": "get", "result": {"id": 8}},
+             {"kind": "tool_call", "tool": "put", "args": {"id": 8}},
+             {"kind": "tool_result", "tool": "put", "result": {}}]
+    second = [{"kind": "tool_call", "tool": "get", "args": {"id": 8}},
+              {"kind": "tool_result", "tool": "get", "result": {"id": 1}},
+              {"kind": "tool_call", "tool": "put", "args": {"id": 8}}]
+    a = checker.check(Trace.model_validate({"trace_id": "a", "events": first}))
+    assert a.eligible and a.completion["complete"]
+    b = checker.check(Trace.model_validate({"trace_id": "b", "events": second}))
+    failed = {f.check for f in b.failures}
+    # not looked up in this trace, not confirmed in it, the budget counts start again,
+    # and the task is not complete in it
+    assert {"lookup_before_mutate", "confirmation", "completion"} <= failed
+    assert "budget" not in failed and b.completion["complete"] is False
+    assert b.to_dict() == Checker(load_scenario(sp)).check(
+        Trace.model_validate({"trace_id": "b", "events": second})).to_dict()

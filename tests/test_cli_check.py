@@ -147,3 +147,78 @@ def test_ledger_json_at_a_turn(tmp_path: Path) -> None:
 def test_ledger_bad_scenario_exit_2(tmp_path: Path) -> None:
     code, _, err = run("ledger", str(tmp_path / "nope.yaml"), "--turn", "1")
     assert code == 2 and "nope.yaml" in err and "cannot read scenario" in err
+
+
+def test_json_lists_failures_and_counts_passed_findings_unless_verbose(tmp_path: Path) -> None:
+    d = setup(tmp_path)
+    args = ("check", str(d), str(d / "pass.json"), str(d / "fail.json"), "--format", "json")
+    code, out, _ = run(*args)
+    short = {r["trace_id"]: r for r in json.loads(out)["reports"]}
+    code_v, out_v, _ = run(*args, "--verbose")
+    full = {r["trace_id"]: r for r in json.loads(out_v)["reports"]}
+    assert code == code_v == 1
+    for tid in ("refund/pass", "refund/fail"):
+        failed = [f for f in full[tid]["findings"] if not f["passed"]]
+        assert short[tid]["findings"] == failed
+        counts: dict[str, int] = {}
+        for f in full[tid]["findings"]:
+            if f["passed"]:
+                counts[f["check"]] = counts.get(f["check"], 0) + 1
+        assert short[tid]["passed"] == full[tid]["passed"] == counts
+        assert {k: v for k, v in short[tid].items() if k != "findings"} == {
+            k: v for k, v in full[tid].items() if k != "findings"}
+    assert short["refund/pass"]["findings"] == [] and short["refund/pass"]["passed"]
+    assert [f["check"] for f in short["refund/fail"]["findings"]] == [
+        "forbidden", "post_completion_mutation"]
+
+
+def test_jsonl_is_one_report_per_line_as_in_json(tmp_path: Path) -> None:
+    d = setup(tmp_path)
+    paths = (str(d), str(d / "pass.json"), str(d / "fail.json"), str(tmp_path / "gone.json"))
+    code, out, err = run("check", *paths, "--format", "jsonl")
+    assert code == 2 and err.strip() == f"judge: error: {tmp_path / 'gone.json'}: no such file"
+    lines = out.splitlines()
+    assert len(lines) == 2 and out.endswith("\n")
+    _, doc_out, _ = run("check", *paths, "--format", "json")
+    doc = json.loads(doc_out)
+    assert [json.loads(line) for line in lines] == doc["reports"]
+    assert doc["scenario"] == "refund" and doc["eligible"] is False
+    assert doc["errors"] == [f"{tmp_path / 'gone.json'}: no such file"]
+
+
+def test_json_without_any_valid_trace_keeps_its_shape(tmp_path: Path) -> None:
+    d = setup(tmp_path)
+    code, out, _ = run("check", str(d), str(tmp_path / "gone.json"), "--format", "json")
+    assert code == 2
+    assert json.loads(out) == {"scenario": None, "reports": [], "eligible": True,
+                               "errors": [f"{tmp_path / 'gone.json'}: no such file"]}
+    code, out, _ = run("check", str(d), str(tmp_path / "gone.json"), "--format", "jsonl")
+    assert code == 2 and out == ""
+
+
+def test_trace_text_cannot_drive_a_terminal(tmp_path: Path) -> None:
+    d = setup(tmp_path)
+    doc = {**SCENARIO, "rules": {**SCENARIO["rules"], "allowed_tools": ["refund_order"]}}
+    (d / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    tool = "refund_order\x1b]0;pwned\x07\n  eligible for release\u009b31m"
+    hostile = {"trace_id": "t\x1b[2J", "scenario": "refund", "events": [
+        {"kind": "user", "text": "go"},
+        {"kind": "tool_call", "tool": tool, "args": {}},
+        {"kind": "tool_call", "tool": "refund_order", "args": {}},
+        {"kind": "tool_result", "tool": "refund_order", "result": {}},
+        {"kind": "tool_call", "tool": "refund_order", "args": {}}]}
+    (d / "hostile.json").write_text(json.dumps(hostile))
+    code, out, _ = run("check", str(d), str(d / "hostile.json"))
+    assert code == 1
+    assert "\x1b" not in out and "\x07" not in out and "\u009b" not in out
+    assert "t\\x1b[2J" in out and "\\n  eligible for release" in out
+    assert out.count("\n  eligible for release") == 0 and "VETOED" in out
+    for fmt in ("json", "jsonl"):
+        code, out, _ = run("check", str(d), str(d / "hostile.json"), "--format", fmt,
+                           "--verbose")
+        assert code == 1
+        assert "\x1b" not in out and "\x07" not in out and "\u009b" not in out
+        assert "\\u009b" in out and "\\u001b" in out
+        reports = [json.loads(x) for x in out.splitlines()] if fmt == "jsonl" else (
+            json.loads(out)["reports"])
+        assert reports[0]["trace_id"] == "t\x1b[2J"

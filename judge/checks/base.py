@@ -7,7 +7,9 @@ finding, so every report says what was checked.
 
 from __future__ import annotations
 
-from judge.checks.context import CheckContext
+from collections.abc import Callable
+
+from judge.checks.context import CheckContext, remember
 from judge.checks.report import Finding
 from judge.ledger.scenario import Sensitivity, Severity
 from judge.trace.model import Event, EventKind
@@ -39,13 +41,24 @@ class Check:
         self.findings: list[Finding] = []
         self.failed = 0
         self.suppressed = 0
+        self._passes: dict[tuple[object, ...], Finding] = ctx.shared.table("base.passes")
 
     def applies(self, ctx: CheckContext) -> bool:
         """False when the scenario configures nothing for this check."""
         return True
 
+    def wants(self, tool: str) -> bool:
+        """Whether `on_event` can do anything with a call of `tool` in this scenario (the
+        runner skips the others); an answer from the scenario alone, never the trace."""
+        return True
+
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
         """Look at one event of `kinds` (the context reflects everything before it)."""
+
+    def hook(self, kind: EventKind) -> Callable[[Event, CheckContext], None]:
+        """What the runner calls for an event of `kind`: `on_event`, unless a check that
+        looks at several kinds has one method per kind."""
+        return self.on_event
 
     def on_turn(self, turn: int, ctx: CheckContext) -> None:
         """The trace moves to `turn` (called before its first event; only if overridden)."""
@@ -73,7 +86,13 @@ class Check:
 
     def passed(self, message: str, *, key: str | None = None, seq: int | None = None,
                turn: int | None = None, severity: Severity | None = None) -> None:
-        self.findings.append(Finding(
-            check=self.name, passed=True, key=key, seq=seq, turn=turn,
-            severity=severity or Severity.INFORMATIONAL, safety_critical=False,
-            message=message))
+        # Traces of one scenario mostly pass with the same words: findings are immutable,
+        # so one object serves them all (the table is bounded like the per-tool ones).
+        memo = (self.name, message, key, seq, turn, severity)
+        found = self._passes.get(memo)
+        if found is None:
+            found = remember(self._passes, memo, Finding(
+                check=self.name, passed=True, key=key, seq=seq, turn=turn,
+                severity=severity or Severity.INFORMATIONAL, safety_critical=False,
+                message=message))
+        self.findings.append(found)

@@ -11,7 +11,7 @@ A read is a call to a tool in `read_tools` (or, when that list is empty, any too
 from __future__ import annotations
 
 from judge.checks.base import Check, where
-from judge.checks.context import CheckContext
+from judge.checks.context import CheckContext, remember
 from judge.checks.matching import any_glob, canonical_call
 from judge.ledger.scenario import Severity
 from judge.trace.model import Event, EventKind
@@ -29,8 +29,13 @@ class Budgets(Check):
         self.steps = 0
         self.reads_after = 0
         self.counts: dict[int, int] = {}
-        self._exempt: dict[str, bool] = {}
-        self._read: dict[str, bool] = {}
+        b = ctx.rules.budgets
+        self._max_steps = b.max_steps
+        self._max_identical = b.max_identical_calls
+        self._max_reads = b.max_reads_after_completion
+        self._exempt_globs = b.identical_exempt
+        self._exempt: dict[str, bool] = ctx.shared.table("budget.exempt")
+        self._read: dict[str, bool] = ctx.shared.table("budget.read")
 
     def applies(self, ctx: CheckContext) -> bool:
         b = ctx.rules.budgets
@@ -38,16 +43,17 @@ class Budgets(Check):
                 or b.max_reads_after_completion is not None)
 
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        b = ctx.rules.budgets
         tool = ev.tool or ""
         self.steps += 1
-        if b.max_steps is not None and self.steps == b.max_steps + 1:
-            self.fail(f"step budget of {b.max_steps} tool calls exceeded by `{tool}` "
+        limit = self._max_steps
+        if limit is not None and self.steps == limit + 1:
+            self.fail(f"step budget of {limit} tool calls exceeded by `{tool}` "
                       f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
-        if b.max_identical_calls is not None:
+        limit = self._max_identical
+        if limit is not None:
             exempt = self._exempt.get(tool)
             if exempt is None:
-                exempt = self._exempt[tool] = any_glob(tool, b.identical_exempt)
+                exempt = remember(self._exempt, tool, any_glob(tool, self._exempt_globs))
             if not exempt:
                 h = canonical_call(tool, ev.args)
                 counts = self.counts
@@ -55,16 +61,16 @@ class Budgets(Check):
                 counts[h] = n
                 if n == 1 and len(counts) > MAX_DISTINCT_CALLS:
                     del counts[next(iter(counts))]  # forget the oldest distinct call
-                if n == b.max_identical_calls + 1:
+                if n == limit + 1:
                     self.fail(f"identical `{tool}` call repeated {n} times (budget "
-                              f"{b.max_identical_calls}) {where(ev.turn, ev.seq)}",
+                              f"{limit}) {where(ev.turn, ev.seq)}",
                               seq=ev.seq, turn=ev.turn)
-        if (b.max_reads_after_completion is not None and ctx.complete_at is not None
-                and self._is_read(tool, ctx)):
+        limit = self._max_reads
+        if limit is not None and ctx.complete_at is not None and self._is_read(tool, ctx):
             self.reads_after += 1
-            if self.reads_after == b.max_reads_after_completion + 1:
+            if self.reads_after == limit + 1:
                 self.fail(f"{self.reads_after} reads after completion (budget "
-                          f"{b.max_reads_after_completion}), `{tool}` "
+                          f"{limit}), `{tool}` "
                           f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
 
     def _is_read(self, tool: str, ctx: CheckContext) -> bool:
@@ -74,7 +80,7 @@ class Budgets(Check):
                 read = any_glob(tool, ctx.rules.read_tools)
             else:
                 read = not any_glob(tool, ctx.rules.mutating_tools)
-            self._read[tool] = read
+            remember(self._read, tool, read)
         return read
 
     def pass_message(self, ctx: CheckContext) -> str:

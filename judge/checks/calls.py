@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from judge.checks.base import SEVERITY_OF_SENSITIVITY, Check, where
-from judge.checks.context import CheckContext
+from judge.checks.context import CheckContext, remember
 from judge.checks.matching import (
     ArgTest,
     compile_arg_matcher,
@@ -22,7 +22,7 @@ from judge.checks.matching import (
     iter_scalars,
     json_eq,
 )
-from judge.ledger.reducer import Superseded
+from judge.ledger.reducer import LedgerSnapshot, Superseded
 from judge.ledger.scenario import ForbiddenCall, Sensitivity, Severity
 from judge.trace.model import Event, EventKind
 
@@ -35,27 +35,45 @@ class ForbiddenCalls(Check):
 
     def __init__(self, ctx: CheckContext) -> None:
         super().__init__(ctx)
+        self._forbidden = ctx.rules.forbidden
         # per tool name: the rules whose tool glob matches, with compiled argument tests
-        self._rules: dict[str, list[tuple[ForbiddenCall, list[ArgTest]]]] = {}
+        self._rules: dict[str, list[tuple[ForbiddenCall, list[ArgTest]]]] = (
+            ctx.shared.table("forbidden.rules"))
 
     def applies(self, ctx: CheckContext) -> bool:
         return bool(ctx.rules.forbidden)
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        tool = ev.tool or ""
-        args = ev.args or {}
+    def _rules_for(self, tool: str) -> list[tuple[ForbiddenCall, list[ArgTest]]]:
         rules = self._rules.get(tool)
         if rules is None:
-            rules = self._rules[tool] = [(r, [compile_arg_matcher(m) for m in r.args])
-                                         for r in ctx.rules.forbidden
-                                         if glob_match(tool, r.tool)]
+            rules = remember(self._rules, tool, [
+                (r, [compile_arg_matcher(m) for m in r.args])
+                for r in self._forbidden if glob_match(tool, r.tool)])
+        return rules
+
+    def wants(self, tool: str) -> bool:
+        return bool(self._rules_for(tool))
+
+    def on_event(self, ev: Event, ctx: CheckContext) -> None:
+        tool = ev.tool or ""
+        rules = self._rules.get(tool)
+        if rules is None:
+            rules = self._rules_for(tool)
+        if not rules:
+            return
+        args = ev.args or {}
+        snap = None
         for rule, tests in rules:
             if rule.after_turn is not None and ctx.turn <= rule.after_turn:
                 continue
             if rule.after_completed is not None and not ctx.key_done(rule.after_completed):
                 continue
-            snap = ctx.ledger_at()
-            if all(test(args, snap) for test in tests):
+            if snap is None:
+                snap = ctx.ledger_at()
+            for test in tests:
+                if not test(args, snap):
+                    break
+            else:
                 what = rule.message or f"forbidden call `{tool}`"
                 key = f", key `{rule.key}`" if rule.key else ""
                 self.fail(f"{what} {where(ev.turn, ev.seq)} [rule `{rule.name}`{key}]",
@@ -74,17 +92,24 @@ class Scope(Check):
 
     def __init__(self, ctx: CheckContext) -> None:
         super().__init__(ctx)
-        self._ok: dict[str, bool] = {}
+        self._allowed = ctx.rules.allowed_tools or []
+        self._ok: dict[str, bool] = ctx.shared.table("scope.ok")
 
     def applies(self, ctx: CheckContext) -> bool:
         return ctx.rules.allowed_tools is not None
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        tool = ev.tool or ""
+    def _allowed_tool(self, tool: str) -> bool:
         ok = self._ok.get(tool)
         if ok is None:
-            ok = self._ok[tool] = any(glob_match(tool, p) for p in ctx.rules.allowed_tools or [])
-        if not ok:
+            ok = remember(self._ok, tool, any(glob_match(tool, p) for p in self._allowed))
+        return ok
+
+    def wants(self, tool: str) -> bool:
+        return not self._allowed_tool(tool)  # only a call outside the list has to be seen
+
+    def on_event(self, ev: Event, ctx: CheckContext) -> None:
+        tool = ev.tool or ""
+        if not self._allowed_tool(tool):
             self.fail(f"tool `{tool}` outside the allow-list called {where(ev.turn, ev.seq)}",
                       seq=ev.seq, turn=ev.turn)
 
@@ -102,6 +127,7 @@ class StaleValues(Check):
         super().__init__(ctx)
         self._snap: object = None
         self._stale: dict[Any, Superseded] = {}
+        self._by_snap: dict[int, dict[Any, Superseded]] = ctx.shared.table("stale.by_snap")
 
     def applies(self, ctx: CheckContext) -> bool:
         return ctx.rules.stale_values and any(d.op.value == "supersede" for d in ctx.ledger.deltas)
@@ -109,24 +135,26 @@ class StaleValues(Check):
     def _stale_at(self, ctx: CheckContext) -> dict[Any, Superseded]:
         snap = ctx.ledger_at()
         if snap is not self._snap:
-            stale: dict[Any, Superseded] = {}
-            for s in snap.superseded:
-                if not is_scalar(s.value) or s.value == "":
-                    continue
-                current = snap.value(s.key)
-                if current is not None and json_eq(current, s.value):
-                    continue  # the value came back: it is current again
-                stale.setdefault(s.value, s)
+            # Snapshots live as long as the scenario's `Shared`, so their ids are stable.
+            stale = self._by_snap.get(id(snap))
+            if stale is None:
+                stale = remember(self._by_snap, id(snap), _stale_values(snap))
             self._stale, self._snap = stale, snap
         return self._stale
 
     def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        if not ev.args:
+        args = ev.args
+        if not args:
             return
         stale = self._stale_at(ctx)
         if not stale:
             return
-        for v in iter_scalars(ev.args, 1_000):
+        try:
+            if stale.keys().isdisjoint(args.values()):
+                return  # no top-level value is stale, and none is nested
+        except TypeError:
+            pass  # a list or object among the values: look inside
+        for v in iter_scalars(args, 1_000):
             s = stale.get(v)
             if s is None or isinstance(v, bool) or type(v) is not type(s.value):
                 continue
@@ -143,3 +171,16 @@ class StaleValues(Check):
 
     def pass_message(self, ctx: CheckContext) -> str:
         return "no tool argument uses a superseded value"
+
+
+def _stale_values(snap: LedgerSnapshot) -> dict[Any, Superseded]:
+    """Superseded scalar values that are not current again, first supersession first."""
+    stale: dict[Any, Superseded] = {}
+    for s in snap.superseded:
+        if not is_scalar(s.value) or s.value == "":
+            continue
+        current = snap.value(s.key)
+        if current is not None and json_eq(current, s.value):
+            continue  # the value came back: it is current again
+        stale.setdefault(s.value, s)
+    return stale

@@ -1,18 +1,24 @@
-"""The state the checks share while one trace streams past.
+"""The state the checks share while one trace streams past, and what traces share.
 
-Everything here is bounded by the scenario (ledger keys, rule and tool names), never by the
-trace length: the ledger snapshot is cached for the current turn only, lookup results keep
-at most `MAX_LOOKUP_VALUES` scalars per rule, pending calls at most `MAX_PENDING`.
+`CheckContext` is one trace's state. Everything in it is bounded by the scenario (ledger
+keys, rule and tool names), never by the trace length: the ledger snapshot is cached for the
+current turn only, lookup results keep at most `MAX_LOOKUP_VALUES` scalars per rule, pending
+calls at most `MAX_PENDING`.
+
+`Shared` is what depends on the scenario alone — ledger snapshots per segment, decisions per
+tool name (does a glob match, which rules apply) — worked out once and reused by every trace
+checked against the same scenario. Per-tool tables hold at most `MAX_TOOLS` names (then they
+start again), so a stream of made-up tool names cannot grow them without bound.
 """
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from judge.checks.matching import (
     MISSING,
@@ -21,7 +27,6 @@ from judge.checks.matching import (
     carries,
     get_path,
     glob_match,
-    iter_scalars,
     result_matches,
 )
 from judge.ledger.loader import LoadedScenario
@@ -32,12 +37,12 @@ from judge.trace.model import Event, EventKind
 MAX_LOOKUP_VALUES = 100_000
 MAX_SCALARS_PER_RESULT = 5_000
 MAX_PENDING = 10_000
+MAX_TOOLS = 10_000
 TRACKED_CLASSES = (EntryClass.GOAL, EntryClass.CONSTRAINT, EntryClass.PERMISSION,
                    EntryClass.MUTABLE_FACT, EntryClass.COMPLETION, EntryClass.UNCERTAINTY)
 
 
-@dataclass(frozen=True, slots=True)
-class At:
+class At(NamedTuple):
     turn: int
     seq: int
 
@@ -49,24 +54,45 @@ class Call:
     at: At
 
 
-class CheckContext:
-    """Shared, bounded state; `begin(event)` before the checks see it, `end(event)` after."""
+class Shared:
+    """What every trace checked against one scenario can reuse (see the module docstring)."""
 
     def __init__(self, loaded: LoadedScenario) -> None:
+        self.ledger_turns = loaded.ledger.turns()
+        self.segments: dict[tuple[int, bool], LedgerSnapshot] = {}
+        self._tables: defaultdict[str, dict[Any, Any]] = defaultdict(dict)
+        #: `table(name)`: a per-tool (or other per-name) table of decisions, kept across
+        #: traces (a C-level lookup: every check asks for its tables on every trace)
+        self.table: Callable[[str], dict[Any, Any]] = self._tables.__getitem__
+
+
+def remember(table: dict[Any, Any], key: Any, value: Any) -> Any:
+    """Store `value` under `key` in a per-name table of at most `MAX_TOOLS` names."""
+    if len(table) >= MAX_TOOLS:
+        table.clear()
+    table[key] = value
+    return value
+
+
+class CheckContext:
+    """One trace's bounded state; `begin(event)` before the checks see it, `end(event)` after.
+
+    Pass the `Shared` of the scenario to reuse what earlier traces worked out.
+    """
+
+    def __init__(self, loaded: LoadedScenario, shared: Shared | None = None) -> None:
         self.loaded = loaded
         self.scenario = loaded.scenario
         self.rules = loaded.scenario.rules
         self.ledger = loaded.ledger
+        self.shared = shared if shared is not None else Shared(loaded)
         self._snap_turn = -1
         self._snap: LedgerSnapshot | None = None
-        self._ledger_turns = loaded.ledger.turns()
-        self._segments: dict[tuple[int, bool], LedgerSnapshot] = {}
         self.turn = 0
         self.seq = 0
         self.events = 0
         self.last_turn_seen: int | None = None
-        self.last_assistant: tuple[At, str] | None = None
-        self.last_user: tuple[At, str] | None = None
+        self.last_assistant_event: Event | None = None
         # completion
         self.subgoals: list[SubGoal] = list(self.rules.completion.all_of
                                             if self.rules.completion else [])
@@ -75,20 +101,32 @@ class CheckContext:
         self.post_completion_actions = 0
         self._pending: OrderedDict[str, Call] = OrderedDict()
         self._last_call: dict[str, Call] = {}
-        self._subgoal_tools: dict[str, bool] = {}
+        self._subgoal_tools = self.shared.table("context.subgoal_tools")
         # lookups: per rule index, scalars returned by successful lookup results
-        self.lookup_values: list[dict[Any, At]] = [{} for _ in self.rules.lookups]
-        self.lookup_seen: list[At | None] = [None for _ in self.rules.lookups]
-        self._lookup_rules: dict[str, list[int]] = {}
+        n_lookups = len(self.rules.lookups)
+        self.lookup_values: list[dict[Any, At]] = [{} for _ in range(n_lookups)]
+        self.lookup_seen: list[At | None] = [None] * n_lookups
+        self._lookup_rules = self.shared.table("context.lookup_rules")
         # keys across compaction: key -> where it was lost (None = held)
         self.lost: dict[str, At] = {}
         self.state_writes: dict[str, At] = {}
-        self.after: dict[EventKind, Callable[[Event], None]] = {
-            EventKind.TOOL_CALL: self._after_call, EventKind.TOOL_RESULT: self._after_result,
-            EventKind.ASSISTANT: self._after_assistant, EventKind.USER: self._after_user,
-            EventKind.SUMMARY: self._after_summary,
-            EventKind.STATE_WRITE: self._after_state_write,
+
+    @property
+    def after(self) -> dict[EventKind, Callable[[Event, CheckContext], None]]:
+        """What the context records after the checks saw an event, for the kinds it records
+        anything of (a new dict each time: the context keeps no references to its own
+        methods, so it is freed by reference counting alone, without the cycle collector)."""
+        return {
+            EventKind.TOOL_CALL: self.after_call, EventKind.TOOL_RESULT: self.after_result,
+            EventKind.ASSISTANT: self.after_assistant, EventKind.SUMMARY: self.after_summary,
+            EventKind.STATE_WRITE: self.after_state_write,
         }
+
+    @property
+    def last_assistant(self) -> tuple[At, str] | None:
+        """Where the agent last spoke, and what it said."""
+        ev = self.last_assistant_event
+        return None if ev is None else (At(ev.turn or 0, ev.seq or 0), ev.text or "")
 
     # -- ledger ------------------------------------------------------------------------
     def ledger_at(self, turn: int | None = None) -> LedgerSnapshot:
@@ -100,11 +138,13 @@ class CheckContext:
         t = self.turn if turn is None else turn
         if self._snap is not None and t == self._snap_turn:
             return self._snap
-        i = bisect_right(self._ledger_turns, t) - 1
-        seg = (i, i >= 0 and self._ledger_turns[i] == t)
-        snap = self._segments.get(seg)
+        turns = self.shared.ledger_turns
+        i = bisect_right(turns, t) - 1
+        seg = (i, i >= 0 and turns[i] == t)
+        segments = self.shared.segments
+        snap = segments.get(seg)
         if snap is None:
-            snap = self._segments[seg] = self.ledger.at(t)
+            snap = segments[seg] = self.ledger.at(t)
         self._snap, self._snap_turn = snap, t
         return snap
 
@@ -128,17 +168,19 @@ class CheckContext:
 
     def end(self, ev: Event) -> None:
         """Record an event after the checks saw it (the runner calls `after[kind]`)."""
-        self.after[ev.kind](ev)
+        record = self.after.get(ev.kind)
+        if record is not None:
+            record(ev, self)
 
-    def _after_call(self, ev: Event) -> None:
+    def after_call(self, ev: Event, _: CheckContext | None = None) -> None:
         if self.complete_at is not None:
             self.post_completion_actions += 1
             return  # nothing left to complete: results need not be matched to calls
         tool = ev.tool or ""
         wanted = self._subgoal_tools.get(tool)
         if wanted is None:
-            wanted = self._subgoal_tools[tool] = any(glob_match(tool, g.tool)
-                                                     for g in self.subgoals)
+            wanted = remember(self._subgoal_tools, tool,
+                              any(glob_match(tool, g.tool) for g in self.subgoals))
         if not wanted:
             return  # only a sub-goal's result needs its call (for argument matchers)
         call = Call(tool, ev.args or {}, At(self.turn, self.seq))
@@ -149,19 +191,18 @@ class CheckContext:
                 pending.popitem(last=False)
         self._last_call[call.tool] = call
 
-    def _after_result(self, ev: Event) -> None:
-        self._on_result(ev, At(self.turn, self.seq))
+    def after_result(self, ev: Event, _: CheckContext | None = None) -> None:
+        if self.complete_at is not None and not self.rules.lookups:
+            return  # nothing a result could still change
+        self._on_result(ev)
 
-    def _after_assistant(self, ev: Event) -> None:
-        self.last_assistant = (At(self.turn, self.seq), ev.text or "")
+    def after_assistant(self, ev: Event, _: CheckContext | None = None) -> None:
+        self.last_assistant_event = ev
 
-    def _after_user(self, ev: Event) -> None:
-        self.last_user = (At(self.turn, self.seq), ev.text or "")
-
-    def _after_summary(self, ev: Event) -> None:
+    def after_summary(self, ev: Event, _: CheckContext | None = None) -> None:
         self._on_summary(ev, At(self.turn, self.seq))
 
-    def _after_state_write(self, ev: Event) -> None:
+    def after_state_write(self, ev: Event, _: CheckContext | None = None) -> None:
         self._on_state_write(ev, At(self.turn, self.seq))
 
     def call_for(self, ev: Event) -> Call | None:
@@ -170,16 +211,19 @@ class CheckContext:
             return self._pending.pop(ev.call_id)
         return self._last_call.get(ev.tool or "")
 
-    def _on_result(self, ev: Event, at: At) -> None:
+    def _on_result(self, ev: Event) -> None:
         call = self.call_for(ev) if self.complete_at is None else None
         if ev.error is not None:
             return  # a failed or timed-out result completes nothing and proves nothing
         tool = ev.tool or ""
         rules = self._lookup_rules.get(tool)
         if rules is None:
-            rules = self._lookup_rules[tool] = [
+            rules = remember(self._lookup_rules, tool, [
                 i for i, r in enumerate(self.rules.lookups)
-                if any(glob_match(tool, t) for t in r.lookups())]
+                if any(glob_match(tool, t) for t in r.lookups())])
+        if not rules and (self.complete_at is not None or not self.subgoals):
+            return
+        at = At(self.turn, self.seq)
         for i in rules:
             self._record_lookup(i, ev.result, self.rules.lookups[i].result_path, at)
         if self.complete_at is not None or not self.subgoals:
@@ -197,16 +241,32 @@ class CheckContext:
             self.complete_at = at
 
     def _record_lookup(self, i: int, result: Any, path: str | None, at: At) -> None:
+        """Remember every scalar (and key) of a lookup's result: `iter_scalars(found,
+        MAX_SCALARS_PER_RESULT, keys=True)`, walked inline (this runs on every result)."""
         self.lookup_seen[i] = at
         found = result if path is None else get_path(result, path)
         if found is MISSING:
             return
         seen = self.lookup_values[i]
-        for v in iter_scalars(found, MAX_SCALARS_PER_RESULT, keys=True):
-            if v not in seen:
-                seen[v] = at
-                if len(seen) > MAX_LOOKUP_VALUES:
-                    del seen[next(iter(seen))]
+        stack = [found]
+        pop, push_all = stack.pop, stack.extend
+        n = 0
+        while stack and n < MAX_SCALARS_PER_RESULT:
+            cur = pop()
+            t = type(cur)
+            if t is str or t is int or t is float or (
+                    t is not bool and t is not dict and t is not list
+                    and isinstance(cur, str | int | float)):
+                n += 1
+                if cur not in seen:
+                    seen[cur] = at
+                    if len(seen) > MAX_LOOKUP_VALUES:
+                        del seen[next(iter(seen))]
+            elif isinstance(cur, dict):
+                push_all(cur.values())
+                push_all(cur)  # the keys
+            elif isinstance(cur, list | tuple):
+                push_all(cur)
 
     def _on_summary(self, ev: Event, at: At) -> None:
         if (ev.reason or "").strip().lower() != "compaction":

@@ -16,7 +16,6 @@ from judge.ledger.reducer import Entry, LedgerSnapshot
 from judge.ledger.scenario import ArgMatcher, ResultMatcher
 
 MISSING: Any = object()
-_FLAT = frozenset({str, int, float, bool, type(None)})
 _SCALAR = frozenset({str, int, float})
 
 
@@ -76,6 +75,26 @@ def regex_search(pattern: str, text: str) -> bool:
     return _regex(pattern).search(text) is not None
 
 
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=|\\g<")
+
+
+def any_regex(patterns: list[str]) -> Callable[[str], bool]:
+    """Does any of `patterns` (case-insensitive) match somewhere in a text? One regex for
+    all of them when they combine, else one at a time: an inline global flag cannot be
+    combined, and a backreference would point into another pattern's groups."""
+    if not patterns:
+        return lambda text: False
+    try:
+        if any(_BACKREF.search(p) for p in patterns):
+            raise re.error("backreference")
+        combined = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    except re.error:
+        compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+        return lambda text: any(c.search(text) for c in compiled)
+    search = combined.search
+    return lambda text: search(text) is not None
+
+
 def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> bool:
     """Does one argument matcher hold for a call's args, against the ledger at its turn?
 
@@ -114,7 +133,7 @@ ArgTest = Callable[[dict[str, Any], LedgerSnapshot], bool]
 def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
     """`arg_matches` for one matcher, specialised once (the hot path of `forbidden`)."""
     path = m.path
-    if "." not in path and m.exists is None and m.equals is not None:
+    if path and "." not in path and m.exists is None and m.equals is not None:
         want = m.equals
         if is_scalar(want):
             t = type(want)
@@ -123,7 +142,8 @@ def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
                 v = args.get(path, MISSING)
                 return v is not MISSING and ((type(v) is t and v == want) or json_eq(v, want))
             return equals
-    if "." not in path and m.exists is None and (m.in_ is not None or m.not_in is not None):
+    if (path and "." not in path and m.exists is None
+            and (m.in_ is not None or m.not_in is not None)):
         items = m.in_ if m.in_ is not None else m.not_in
         assert items is not None
         inside = m.in_ is not None
@@ -137,6 +157,25 @@ def compile_arg_matcher(m: ArgMatcher) -> ArgTest:
             found = (is_scalar(v) and v in fast) or json_in(v, rest)
             return found is inside
         return member
+
+    key = m.equals_key or m.in_key or m.not_in_key
+    if path and "." not in path and m.exists is None and key is not None and (
+            m.equals is None and m.not_equals is None and m.in_ is None and m.not_in is None
+            and m.matches is None):
+        test = json_eq if m.equals_key is not None else json_in
+        negate = m.not_in_key is not None
+
+        def against_ledger(args: dict[str, Any], snap: LedgerSnapshot) -> bool:
+            v = args.get(path, MISSING)
+            if v is MISSING:
+                return False
+            held = snap.value(key, MISSING)
+            if held is MISSING or held is None:
+                return False
+            if type(v) is str and type(held) is list:
+                return (v in held) is not negate  # a string equals only an equal string
+            return test(v, held) is not negate
+        return against_ledger
 
     def general(args: dict[str, Any], snap: LedgerSnapshot) -> bool:
         return arg_matches(m, args, snap)
@@ -195,7 +234,27 @@ def _phrase_re(phrase: str) -> re.Pattern[str]:
 
 def has_phrase(text: str, phrase: str) -> bool:
     """Whole-word, case-insensitive: `CA` is found in "ship to CA." but not in "CAT"."""
-    return bool(phrase) and _phrase_re(phrase).search(text) is not None
+    if not phrase:
+        return False
+    if text.isascii() and phrase.isascii():
+        return _ascii_phrase_in(text.lower(), phrase.lower())
+    return _phrase_re(phrase).search(text) is not None
+
+
+_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _ascii_phrase_in(low: str, phrase: str) -> bool:
+    """`has_phrase` for lowered ASCII text and phrase, without the regex engine: an
+    occurrence of the phrase with no word character (`\\w`) just before or after it."""
+    n, end = len(phrase), len(low)
+    i = low.find(phrase)
+    while i >= 0:
+        j = i + n
+        if (i == 0 or low[i - 1] not in _ASCII_WORD) and (j == end or low[j] not in _ASCII_WORD):
+            return True
+        i = low.find(phrase, i + 1)
+    return False
 
 
 def value_phrases(value: Any) -> list[str]:
@@ -209,16 +268,55 @@ def value_phrases(value: Any) -> list[str]:
 
 def carries(text: str, entry: Entry) -> bool:
     """Does `text` carry the entry: one of its aliases, or its whole current value?"""
-    if any(has_phrase(text, a) for a in entry.aliases):
-        return True
+    found = _carriers.get(id(entry))
+    if found is None or found[0] is not entry:  # (an id can be reused once freed)
+        if len(_carriers) >= 4096:
+            _carriers.clear()
+        found = _carriers[id(entry)] = (entry, _carrier(entry))
+    return found[1](text)
+
+
+_carriers: dict[int, tuple[Entry, Callable[[str], bool]]] = {}
+
+
+def _carrier(entry: Entry) -> Callable[[str], bool]:
+    """`carries` for one entry, its phrases prepared once: for ASCII text, lowered phrases
+    found without the regex engine; otherwise all aliases in one whole-word regex (some
+    alias matches iff the alternation does), then each phrase of the value."""
+    aliases = [a for a in entry.aliases if a]
+    any_alias = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in aliases) + r")(?!\w)",
+                           re.IGNORECASE).search if aliases else None
     phrases = value_phrases(entry.value)
-    return bool(phrases) and all(has_phrase(text, p) for p in phrases)
+    each = [_phrase_re(p).search for p in phrases] if phrases and all(phrases) else []
+    low_aliases = [a.lower() for a in aliases] if all(a.isascii() for a in aliases) else None
+    low_phrases = ([p.lower() for p in phrases] if each and all(p.isascii() for p in phrases)
+                   else None)
+
+    def carrier(text: str) -> bool:
+        low = text.lower() if text.isascii() else None
+        if any_alias is not None:
+            if low is not None and low_aliases is not None:
+                if any(_ascii_phrase_in(low, a) for a in low_aliases):
+                    return True
+            elif any_alias(text) is not None:
+                return True
+        if not each:
+            return False
+        if low is not None and low_phrases is not None:
+            return all(_ascii_phrase_in(low, p) for p in low_phrases)
+        return all(search(text) is not None for search in each)
+    return carrier
 
 
 def canonical_call(tool: str, args: dict[str, Any] | None) -> int:
     """A hash identifying a call by tool and arguments (key order does not matter)."""
-    if args is not None and all(type(v) in _FLAT for v in args.values()):
-        return hash((tool, frozenset(args.items())))  # flat args: 1, 1.0 and True collide
+    if args is not None:
+        try:  # flat args hash as they are (1, 1.0 and True collide)
+            items: frozenset[tuple[str, Any]] | None = frozenset(args.items())
+        except TypeError:  # a list or object among the values
+            items = None
+        if items is not None:
+            return hash((tool, items))
     try:
         body = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 from judge.checks.base import Check
 from judge.checks.budgets import Budgets
@@ -14,13 +15,13 @@ from judge.checks.completion import (
     SuccessClaims,
     completion_summary,
 )
-from judge.checks.context import CheckContext
+from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
 from judge.checks.report import CheckReport
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
-from judge.trace.loader import TraceStream
+from judge.trace.loader import TraceStream, iter_trace_streams
 from judge.trace.model import Event, EventKind, Trace, TraceHeader
 
 CHECKS: tuple[type[Check], ...] = (
@@ -29,45 +30,127 @@ CHECKS: tuple[type[Check], ...] = (
 )
 
 
+class Checker:
+    """Checks traces against one scenario. Which checks apply, and which of them look at a
+    call of each tool, depend on the scenario alone: they are worked out once, as are the
+    ledger snapshots and per-tool decisions the checks keep in `Shared`."""
+
+    def __init__(self, loaded: LoadedScenario) -> None:
+        self.loaded = loaded
+        self.shared = Shared(loaded)
+        ctx = CheckContext(loaded, self.shared)
+        self._probes = [c for c in (cls(ctx) for cls in CHECKS) if c.applies(ctx)]
+        self._classes = [type(c) for c in self._probes]
+        self._kinds = {k: tuple(i for i, c in enumerate(self._probes) if k in c.kinds)
+                       for k in EventKind}
+        self._turn_hooks = tuple(i for i, c in enumerate(self._probes)
+                                 if type(c).on_turn is not Check.on_turn)
+        self._own_hooks = frozenset(i for i, c in enumerate(self._probes)
+                                    if type(c).hook is not Check.hook)
+        self._tools: dict[str | None, tuple[int, ...]] = {}
+
+    def _for_tool(self, tool: str | None) -> tuple[int, ...]:
+        """The checks (by index) whose `on_event` wants a call of `tool`."""
+        found = self._tools.get(tool)
+        if found is None:
+            name = tool or ""
+            found = remember(self._tools, tool, tuple(
+                i for i in self._kinds[EventKind.TOOL_CALL] if self._probes[i].wants(name)))
+        return found
+
+    def check(self, trace: Trace | TraceStream) -> CheckReport:
+        """Check one trace in a single streaming pass; see `run_checks`."""
+        header: TraceHeader
+        events: Iterator[Event]
+        if isinstance(trace, TraceStream):
+            header, events, file = trace.header, trace.events, trace.file
+        else:
+            header, events, file = trace, iter(trace.events), None
+        scenario = self.loaded.scenario
+        if header.scenario is not None and header.scenario != scenario.id:
+            raise InputError(f"trace '{header.trace_id}' is for scenario '{header.scenario}', "
+                             f"not '{scenario.id}'", file=file, field="scenario")
+        ctx = CheckContext(self.loaded, self.shared)
+        checks = [cls(ctx) for cls in self._classes]
+        own = self._own_hooks
+        after = ctx.after
+        by_kind: dict[EventKind, list[Callable[[Event, CheckContext], None]]] = {}
+        for k, idx in self._kinds.items():
+            hooks_of_kind = [checks[i].hook(k) if i in own else checks[i].on_event for i in idx]
+            if k in after:
+                hooks_of_kind.append(after[k])
+            by_kind[k] = hooks_of_kind
+        tool_call = EventKind.TOOL_CALL
+        hooks = [c.hook(tool_call) if i in own else c.on_event for i, c in enumerate(checks)]
+        after_call = after[tool_call]
+        by_tool: dict[str | None, list[Callable[[Event, CheckContext], None]]] = {}
+        turn_hooks = [checks[i].on_turn for i in self._turn_hooks]
+        turn = -1
+        n = 0
+        for ev in events:  # ctx.begin(ev), inlined: this loop runs once per event
+            n += 1
+            if ev.turn != turn:
+                turn = ctx.turn = ev.turn or 0
+                for on_turn in turn_hooks:
+                    on_turn(turn, ctx)
+            ctx.seq = ev.seq or 0
+            kind = ev.kind
+            if kind is tool_call:
+                tool = ev.tool
+                run = by_tool.get(tool)
+                if run is None:
+                    if len(by_tool) >= MAX_TOOLS:
+                        by_tool.clear()
+                    run = by_tool[tool] = [*(hooks[i] for i in self._for_tool(tool)),
+                                           after_call]
+            else:
+                run = by_kind[kind]
+            for hook in run:  # the checks, then ctx.end(ev)
+                hook(ev, ctx)
+        ctx.events = n
+        ctx.last_turn_seen = None if n == 0 else turn
+        for c in checks:
+            c.finish(ctx)
+        findings = [f for c in checks for f in c.findings]
+        suppressed = {c.name: c.suppressed for c in checks if c.suppressed}
+        return CheckReport(trace_id=header.trace_id, scenario_id=scenario.id,
+                           findings=findings, completion=completion_summary(ctx),
+                           events=ctx.events, suppressed=suppressed)
+
+
+_checkers: dict[int, Checker] = {}
+
+
+def checker_for(loaded: LoadedScenario) -> Checker:
+    """The `Checker` of a loaded scenario, for callers that check its traces one at a time
+    (the last few scenarios are kept, and with them their `LoadedScenario`)."""
+    found = _checkers.get(id(loaded))
+    if found is not None and found.loaded is loaded:
+        return found
+    if len(_checkers) >= 8:
+        _checkers.clear()
+    checker = _checkers[id(loaded)] = Checker(loaded)
+    return checker
+
+
 def run_checks(loaded: LoadedScenario, trace: Trace | TraceStream) -> CheckReport:
     """Check one trace against a scenario's reviewed ledger and rules, streaming.
 
     A `TraceStream` is consumed once; its bad events raise `InputError` (file:line, field).
     """
-    header: TraceHeader
-    events: Iterator[Event]
-    if isinstance(trace, TraceStream):
-        header, events, file = trace.header, trace.events, trace.file
-    else:
-        header, events, file = trace, iter(trace.events), None
-    scenario = loaded.scenario
-    if header.scenario is not None and header.scenario != scenario.id:
-        raise InputError(f"trace '{header.trace_id}' is for scenario '{header.scenario}', "
-                         f"not '{scenario.id}'", file=file, field="scenario")
-    ctx = CheckContext(loaded)
-    checks = [c for c in (cls(ctx) for cls in CHECKS) if c.applies(ctx)]
-    by_kind = {k: [c.on_event for c in checks if k in c.kinds] for k in EventKind}
-    turn_hooks = [c.on_turn for c in checks if type(c).on_turn is not Check.on_turn]
-    after = ctx.after
-    turn = -1
-    n = 0
-    for ev in events:  # ctx.begin(ev), inlined: this loop runs once per event
-        n += 1
-        if ev.turn != turn:
-            turn = ctx.turn = ev.turn or 0
-            for on_turn in turn_hooks:
-                on_turn(turn, ctx)
-        ctx.seq = ev.seq or 0
-        kind = ev.kind
-        for hook in by_kind[kind]:
-            hook(ev, ctx)
-        after[kind](ev)  # ctx.end(ev), inlined
-    ctx.events = n
-    ctx.last_turn_seen = None if n == 0 else turn
-    for c in checks:
-        c.finish(ctx)
-    findings = [f for c in checks for f in c.findings]
-    suppressed = {c.name: c.suppressed for c in checks if c.suppressed}
-    return CheckReport(trace_id=header.trace_id, scenario_id=scenario.id, findings=findings,
-                       completion=completion_summary(ctx), events=ctx.events,
-                       suppressed=suppressed)
+    return checker_for(loaded).check(trace)
+
+
+def check_paths(loaded: LoadedScenario, paths: Iterable[str | Path],
+                errors: list[InputError]) -> Iterator[CheckReport]:
+    """Check every trace of every file as it is read: one report per valid trace, in order.
+
+    A bad trace (or file) is appended to `errors` and skipped; the rest are still checked.
+    """
+    checker = Checker(loaded)
+    for path in paths:
+        for stream in iter_trace_streams(path, errors):
+            try:
+                yield checker.check(stream)
+            except InputError as exc:
+                errors.append(exc)

@@ -1,27 +1,57 @@
-"""The `judge` console script: one typer sub-app per command group."""
+"""The `judge` console script: one typer sub-app per command group, each imported on use.
+
+`COMMANDS` names every command, where it lives and its one line of help, so `judge --help`
+imports no command module (and through them no database, numpy or SDK); a command's module
+is imported when it runs or its own `--help` is asked for (`judge.cli.lazy`).
+"""
 
 from __future__ import annotations
 
 import typer
 
-from judge.cli import agreement as agreement_cmd
-from judge.cli import calibrate as calibrate_cmd
-from judge.cli import check as check_cmd
-from judge.cli import grade as grade_cmd
-from judge.cli import importers as importers_cmd
-from judge.cli import label as label_cmd
-from judge.cli import labels as labels_cmd
-from judge.cli import ledger as ledger_cmd
-from judge.cli import prompts as prompts_cmd
-from judge.cli import report as report_cmd
-from judge.cli import review as review_cmd
-from judge.cli import run as run_cmd
-from judge.cli import schema as schema_cmd
-from judge.cli import validate as validate_cmd
-from judge.cli import worker as worker_cmd
+from judge.cli.lazy import Entry, LazyGroup
+
+# In the order `judge --help` lists them: commands, then sub-apps (as typer orders them).
+COMMANDS: tuple[Entry, ...] = (
+    Entry("schema", "judge.cli.schema", "schema", "Print the JSON Schema of a format."),
+    Entry("agreement", "judge.cli.agreement", "agreement",
+          "Agreement of judge verdicts with human labels, with bootstrap intervals."),
+    Entry("check", "judge.cli.check", "check",
+          "Run the deterministic checks: exit 0 all eligible, 1 any vetoed, 2 bad input."),
+    Entry("grade", "judge.cli.grade", "grade",
+          "Grade the judge items of traces against a scenario, after the deterministic "
+          "checks."),
+    Entry("label", "judge.cli.label", "label",
+          "Label review items: interactively from the queue, or one item with --item/--label."),
+    Entry("ledger", "judge.cli.ledger", "ledger",
+          "Print the full reviewed ledger at a turn and the deltas applied at that turn."),
+    Entry("run", "judge.cli.run", "run",
+          "Run a suite: checks, judge items, route, store, and apply the release gate."),
+    Entry("validate", "judge.cli.validate", "validate",
+          "Check keys, tools, regexes and rubric names of scenarios: exit 0 valid, 2 problems."),
+    Entry("worker", "judge.cli.worker", "worker",
+          "Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat."),
+    Entry("calibrate", "judge.cli.calibrate", "app",
+          "Calibrate judge confidence against human labels; check and compare calibrations."),
+    Entry("import", "judge.cli.importers", "app",
+          "Import trajectories from other formats as judge traces (.jsonl)."),
+    Entry("labels", "judge.cli.labels", "app", "Human labels: export and import (JSONL)."),
+    Entry("prompts", "judge.cli.prompts", "app", "Versioned judge prompts: list, show, diff."),
+    Entry("report", "judge.cli.report", "app",
+          "Reports for people: agreement tables, plots and curves.",
+          extra=(Entry("run", "judge.cli.run", "report_run",
+                       "Write a stored run's report (md, html, json or text)."),)),
+    Entry("review", "judge.cli.review", "app", "The review queue: what people label next."),
+)
+
+
+class JudgeGroup(LazyGroup):
+    ENTRIES = COMMANDS
+
 
 app = typer.Typer(
     name="judge",
+    cls=JudgeGroup,
     help="Grade AI-agent trajectories with calibrated, model-blind LLM judges.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -32,26 +62,6 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Grade AI-agent trajectories with calibrated, model-blind LLM judges."""
-
-
-app.command("schema")(schema_cmd.schema)
-
-# Sub-apps and commands register below, one line each (keep this list sorted by group).
-app.command("agreement")(agreement_cmd.agreement)
-app.add_typer(calibrate_cmd.app, name="calibrate")
-app.command("check")(check_cmd.check)
-app.command("grade")(grade_cmd.grade)
-app.add_typer(importers_cmd.app, name="import")
-app.command("label")(label_cmd.label)
-app.add_typer(labels_cmd.app, name="labels")
-app.command("ledger")(ledger_cmd.ledger)
-app.add_typer(prompts_cmd.app, name="prompts")
-app.add_typer(report_cmd.app, name="report")
-app.add_typer(review_cmd.app, name="review")
-app.command("run")(run_cmd.run)
-report_cmd.app.command("run")(run_cmd.report_run)
-app.command("validate")(validate_cmd.validate)
-app.command("worker")(worker_cmd.worker)
 
 
 def _usage_error_class() -> type[Exception]:

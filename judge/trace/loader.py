@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
+from judge.trace.fast import parse_trace_json, validate_event_json
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
 
@@ -102,7 +103,7 @@ def iter_trace_streams(
     if p.suffix == ".json":
         try:
             text = p.read_text(encoding="utf-8")
-            trace = _parse_trace(_loads(text, file, None), file, None)
+            trace = parse_trace_json(text) or _parse_trace(_loads(text, file, None), file, None)
         except UnicodeDecodeError as exc:
             _fail(InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file),
                   errors)
@@ -119,8 +120,9 @@ def iter_trace_streams(
 
 
 def _header_of(trace: Trace) -> TraceHeader:
-    return TraceHeader(trace_id=trace.trace_id, scenario=trace.scenario,
-                       candidate=trace.candidate, metadata=trace.metadata)
+    """The header of a validated trace (its fields are valid already)."""
+    return TraceHeader.model_construct(trace_id=trace.trace_id, scenario=trace.scenario,
+                                       candidate=trace.candidate, metadata=trace.metadata)
 
 
 class _Lines:
@@ -143,7 +145,7 @@ class _Lines:
         try:
             for raw in self.it:
                 self.lineno += 1
-                if raw.strip():
+                if not raw.isspace():  # (no copy of a long line, unlike strip)
                     return self.lineno, raw
         except UnicodeDecodeError as exc:
             raise self.broken(exc) from None
@@ -172,6 +174,11 @@ def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator
             if item is None:
                 return
             lineno, raw = item
+            if '"events"' in raw:  # a whole trace on one line: the fast path first
+                fast = parse_trace_json(raw)
+                if fast is not None:
+                    yield TraceStream(_header_of(fast), iter(fast.events), file, lineno)
+                    continue
             try:
                 obj = _loads(raw, file, lineno)
                 if isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj:
@@ -205,7 +212,7 @@ class _StreamedEvents:
 
     def __iter__(self) -> Iterator[Event]:
         lines = self._lines
-        validate_json = Event.__pydantic_validator__.validate_json
+        validate_json = validate_event_json
         fill = self._state.fill
         try:
             while not self._done:

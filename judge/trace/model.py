@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -121,6 +121,11 @@ class Trace(TraceHeader):
 
 def fill_positions(events: list[Event]) -> None:
     """Apply the `seq`/`turn` defaults of formats §1 and require strictly increasing `seq`."""
+    seqs = [ev.seq for ev in events]
+    if None not in seqs and None not in [ev.turn for ev in events]:
+        given = cast(list[int], seqs)
+        if given == sorted(set(given)):
+            return  # every position given, seq strictly increasing: nothing to fill or refuse
     state = PositionState()
     for i, ev in enumerate(events):
         state.fill(ev, i)

@@ -1,0 +1,107 @@
+"""Commands that are named and described up front, and imported only when they run.
+
+`judge --help` needs each command's name and one line of help, nothing more; importing every
+command module for it would import sqlalchemy, numpy and the provider SDKs through them. A
+`LazyCommand` stands in the group for one command (a function) or one sub-app (a `typer.Typer`)
+until click asks it to parse arguments — to run it, or to show its own `--help` — and then
+builds the real click command exactly as an eagerly registered one would be built, and hands
+over to it. Click and typer see the real command from there on (`ctx.command` is the real one).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:  # typer vendors click; only its types are named here
+    from typer._click import Command, Context, Parameter
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One command: `module:attr` is the command function or a `typer.Typer` sub-app.
+
+    `help` is the one line shown in the parent's command list (a test keeps it equal to the
+    real command's); `extra` adds lazy commands to a sub-app (`judge report run`).
+    """
+
+    name: str
+    module: str
+    attr: str
+    help: str
+    extra: tuple[Entry, ...] = field(default=())
+
+    def load(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.attr)
+
+
+def build_command(entry: Entry) -> Command:
+    """The click command typer builds for `entry` when it is registered eagerly."""
+    target = entry.load()
+    holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    holder.callback()(_noop)  # a callback makes `holder` a group, so the name is kept
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=entry.name)
+    else:
+        holder.command(entry.name)(target)
+    group = cast(TyperGroup, typer.main.get_command(holder))
+    command = group.commands[entry.name]
+    if entry.extra and isinstance(command, TyperGroup):
+        for sub in entry.extra:
+            command.add_command(LazyCommand(sub), sub.name)
+    return command
+
+
+def _noop() -> None:
+    """Placeholder callback of the throwaway group used to build one command."""
+
+
+class LazyCommand(TyperCommand):
+    """Stands in for `entry` in a group: its name and help now, the real command on use."""
+
+    def __init__(self, entry: Entry) -> None:
+        super().__init__(entry.name, help=entry.help)
+        self.entry = entry
+        self._real: Command | None = None
+
+    def real(self) -> Command:
+        if self._real is None:
+            self._real = build_command(self.entry)
+        return self._real
+
+    # Everything that parses, runs or describes the command in full goes to the real one.
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: Context | None = None,
+                     **extra: Any) -> Context:
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: Context) -> Any:
+        return self.real().invoke(ctx)
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        return self.real().get_params(ctx)
+
+    def get_help(self, ctx: Context) -> str:
+        return self.real().get_help(ctx)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        return self.real().main(args, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+
+
+class LazyGroup(TyperGroup):
+    """A typer group whose commands are the `ENTRIES` of a subclass, loaded on use."""
+
+    ENTRIES: tuple[Entry, ...] = ()
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for entry in self.ENTRIES:
+            self.add_command(LazyCommand(entry), entry.name)
