@@ -26,9 +26,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from judge.calibration import build_record  # noqa: E402
 from judge.formats import Verdict  # noqa: E402
-from judge.review.queue import enqueue_rows, queue_row  # noqa: E402
+from judge.pipeline.route import route_and_save  # noqa: E402
 from judge.routing import RoutingPolicy  # noqa: E402
-from judge.store import open_store  # noqa: E402
+from judge.store import ReviewRequest, open_store  # noqa: E402
+from judge.store.review_queue import enqueue  # noqa: E402
 
 R = "scope_fidelity"
 
@@ -64,7 +65,7 @@ def bench_sqlite(n: int) -> None:
                 store.save_calibration(calibration())
             run = store.save_run()
             t0, c0 = time.perf_counter(), time.process_time()
-            routed = store.save_verdicts(verdicts, run, policy=RoutingPolicy())
+            routed = route_and_save(store, verdicts, run, policy=RoutingPolicy())
             dt, cpu = time.perf_counter() - t0, time.process_time() - c0
             assert store.count_verdicts(run) == n
             queued = store.queue.stats()["total"]
@@ -117,13 +118,13 @@ def bench_pg_claims(url: str | None, queued: int, claims: int) -> None:
         store = open_store(url)
         rng = np.random.default_rng(2)
         conf = rng.uniform(0, 1, queued)
-        rows = [queue_row(f"trace-{i}#3:{R}", reason="low confidence", rubric=R,
-                          safety_critical=bool(i % 50 == 0), confidence=float(conf[i]))
+        rows = [ReviewRequest(f"trace-{i}#3:{R}", reason="low confidence", rubric=R,
+                              safety_critical=bool(i % 50 == 0), confidence=float(conf[i]))
                 for i in range(queued)]
         t0 = time.perf_counter()
         with store.engine.begin() as conn:
             for i in range(0, queued, 10_000):
-                enqueue_rows(conn, rows[i:i + 10_000])
+                enqueue(conn, rows[i:i + 10_000])
         fill = time.perf_counter() - t0
         with store.engine.begin() as conn:
             conn.exec_driver_sql("ANALYZE review_queue")

@@ -2,7 +2,8 @@
 
 The config file is `judge.toml` in the working directory, or the file named by JUDGE_CONFIG;
 its `[judge]` table takes the field names below (`model`, `base_url`, `timeout`, `retries`,
-`concurrency`, `rpm`, `seed`, `temperature`, `max_tokens`, `database_url`). API keys are read
+`concurrency`, `rpm`, `seed`, `temperature`, `max_tokens`, `database_url`,
+`db_busy_timeout_ms`). API keys are read
 from the environment only (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a file.
 """
 
@@ -36,6 +37,7 @@ ENV_VARS: dict[str, str] = {
     "JUDGE_TEMPERATURE": "temperature",
     "JUDGE_MAX_TOKENS": "max_tokens",
     "JUDGE_DATABASE_URL": "database_url",
+    "JUDGE_DB_BUSY_TIMEOUT_MS": "db_busy_timeout_ms",
     "OPENAI_API_KEY": "openai_api_key",
     "ANTHROPIC_API_KEY": "anthropic_api_key",
     "JUDGE_IDENTITY_PATTERNS": "identity_patterns",
@@ -44,7 +46,7 @@ ENV_VARS: dict[str, str] = {
 #: fields a config file may set (keys stay in the environment)
 FILE_FIELDS = frozenset({"model", "base_url", "openai_base_url", "timeout", "retries",
                          "concurrency", "rpm", "seed", "temperature", "max_tokens",
-                         "database_url", "identity_patterns"})
+                         "database_url", "db_busy_timeout_ms", "identity_patterns"})
 
 
 class Settings(BaseModel):
@@ -64,7 +66,10 @@ class Settings(BaseModel):
     seed: int | None = 0
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=1024, ge=1)
+    #: the database (None: ./judge.db); see judge.store.open_store
     database_url: str | None = None
+    #: milliseconds a SQLite writer waits for another's lock before giving up
+    db_busy_timeout_ms: int = Field(default=5000, ge=0, le=3_600_000)
     openai_api_key: str | None = Field(default=None, repr=False)
     anthropic_api_key: str | None = Field(default=None, repr=False)
     #: regexes for candidate names never shown to a judge, beyond each trace's `candidate`

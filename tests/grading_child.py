@@ -3,7 +3,7 @@
     python tests/grading_child.py DB_URL CALL_LOG RUN_ID N_TRACES DELAY_S
 
 Grades scope-fidelity items of the first N tau-bench airline trajectories with the heuristic
-judge through the engine, the database call cache and `save_verdicts` as each verdict comes;
+judge through the engine, the database call cache and `route_and_save` as each verdict comes;
 items with a stored verdict are skipped (a rerun). Every provider call appends the item id to
 CALL_LOG before it is made.
 """
@@ -22,6 +22,7 @@ from judge.grading.engine import grade_items  # noqa: E402
 from judge.importers.tau_bench import iter_tau_bench  # noqa: E402
 from judge.items import extract_items  # noqa: E402
 from judge.ledger import load_scenario  # noqa: E402
+from judge.pipeline.route import route_and_save  # noqa: E402
 from judge.prompts import load_prompt  # noqa: E402
 from judge.providers.base import JudgeRequest, ModelParams, Provider, ProviderResponse  # noqa: E402
 from judge.providers.heuristic import HeuristicProvider  # noqa: E402
@@ -71,7 +72,7 @@ def main() -> None:
     policy = RoutingPolicy(audit_share=0.1)
 
     def on_result(verdict) -> None:
-        store.save_verdicts([verdict], run_id, policy=policy)
+        route_and_save(store, [verdict], run_id, policy=policy)
 
     asyncio.run(grade_items(pending, prompt, LoggedProvider(HeuristicProvider(), log,
                                                             float(delay)),

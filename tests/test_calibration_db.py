@@ -25,9 +25,11 @@ from typer.testing import CliRunner
 
 from judge.calibration import TooFewLabelsError, build_record, load_records
 from judge.calibration.files import file_record
+from judge.calibration.lookup import find_calibration
 from judge.calibration.regrade import calibrate_rubric, calibration_run_id
 from judge.cli.main import app
 from judge.formats import Verdict
+from judge.pipeline.route import route_and_save
 from judge.prompts import load_prompt
 from judge.providers.scripted import ScriptedProvider
 from judge.routing import RoutingPolicy
@@ -84,7 +86,7 @@ def test_calibrate_regrades_labelled_items_writes_and_stores_record(any_db: str,
     assert result.path == Path("calibration") / RUBRIC / f"{prompt.version}__scripted.json"
     (on_disk,) = load_records(tmp_path / "calibration")
     with open_store(db) as store:
-        stored = store.find_calibration(RUBRIC, prompt.hash, "scripted")
+        stored = find_calibration(store, RUBRIC, prompt.hash, "scripted")
         kept = store.verdicts_for(RUBRIC, prompt.version, "scripted",
                                   run_id=calibration_run_id(RUBRIC, prompt.version, "scripted"))
     assert on_disk == rec and stored is not None and stored.threshold == rec.threshold
@@ -176,9 +178,10 @@ def test_routing_uses_committed_record_when_database_has_none(tmp_path: Path) ->
     policy = RoutingPolicy(audit_share=0.0)
     with open_store(f"sqlite:///{tmp_path / 'judge.db'}") as store:
         assert store.calibrations() == []
-        high = store.save_verdicts(_verdicts(0.99), "run-1", policy=policy)
-        low = store.save_verdicts(_verdicts(0.5), "run-2", policy=policy)
-        other = store.save_verdicts(_verdicts(0.99, model="heuristic"), "run-3", policy=policy)
+        high = route_and_save(store, _verdicts(0.99), "run-1", policy=policy)
+        low = route_and_save(store, _verdicts(0.5), "run-2", policy=policy)
+        other = route_and_save(store, _verdicts(0.99, model="heuristic"), "run-3",
+                               policy=policy)
     assert {(v.route, v.route_reason) for v in high} == {
         ("auto_accept", "calibrated confidence at or above threshold")}
     assert all(v.calibrated_confidence == pytest.approx(rec.calibrate(0.99)) for v in high)
@@ -192,15 +195,15 @@ def test_missing_record_routes_uncalibrated_and_env_dir_overrides(
     elsewhere = tmp_path / "elsewhere"
     _record().save(elsewhere)
     with open_store(f"sqlite:///{tmp_path / 'judge.db'}") as store:
-        routed = store.save_verdicts(_verdicts(0.99), "run-1", policy=policy)
+        routed = route_and_save(store, _verdicts(0.99), "run-1", policy=policy)
         assert {(v.route, v.route_reason) for v in routed} == {("review", "uncalibrated")}
         monkeypatch.setenv("JUDGE_CALIBRATION_DIR", str(elsewhere))
-        routed = store.save_verdicts(_verdicts(0.99), "run-2", policy=policy)
+        routed = route_and_save(store, _verdicts(0.99), "run-2", policy=policy)
         assert {v.route for v in routed} == {"auto_accept"}
         # a record for another prompt hash does not calibrate this prompt
         shutil.rmtree(elsewhere)
         _record(prompt_hash="sha256:other").save(elsewhere)
-        routed = store.save_verdicts(_verdicts(0.99), "run-3", policy=policy)
+        routed = route_and_save(store, _verdicts(0.99), "run-3", policy=policy)
         assert {v.route_reason for v in routed} == {"uncalibrated"}
 
 
@@ -210,8 +213,8 @@ def test_database_record_wins_over_file(tmp_path: Path) -> None:
     db_rec = file_rec.model_copy(update={"threshold": None})  # every verdict to review
     with open_store(f"sqlite:///{tmp_path / 'judge.db'}") as store:
         store.save_calibration(db_rec)
-        routed = store.save_verdicts(_verdicts(0.99), "run-1",
-                                     policy=RoutingPolicy(audit_share=0.0))
+        routed = route_and_save(store, _verdicts(0.99), "run-1",
+                                policy=RoutingPolicy(audit_share=0.0))
     assert {v.route_reason for v in routed} == {"low confidence"}
     found = file_record(RUBRIC, file_rec.prompt_hash, "scripted")
     assert found is not None and found.threshold == file_rec.threshold
@@ -224,7 +227,7 @@ def test_corrupt_committed_record_is_one_line_naming_the_file(tmp_path: Path) ->
 
     with open_store(f"sqlite:///{tmp_path / 'judge.db'}") as store, \
             pytest.raises(InputError) as err:
-        store.find_calibration(RUBRIC, load_prompt(RUBRIC).hash, "scripted")
+        find_calibration(store, RUBRIC, load_prompt(RUBRIC).hash, "scripted")
     assert str(path.name) in err.value.message or str(path) in str(err.value)
 
 
@@ -269,7 +272,7 @@ def _store_version(url: str, version: str, salt: str) -> list[Verdict]:
                            prompt_hash=f"sha256:{version}", model="scripted",
                            **ans))  # type: ignore[arg-type]
     with open_store(url) as store:
-        store.save_verdicts(out, f"run-{version}", policy=None)
+        store.save_verdicts(out, f"run-{version}")
     return out
 
 

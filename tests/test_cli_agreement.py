@@ -133,7 +133,7 @@ def test_database_mode_matches_file_mode(tmp_path: Path, files: tuple[str, str])
     labels, verdicts = synth(200)
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     with open_store(url) as store:
-        store.save_verdicts(verdicts, "run-1", policy=None)
+        store.save_verdicts(verdicts, "run-1")
         store.add_labels(labels)
     code, out, err = run("agreement", "--rubric", "scope", "--db", url, "--n-boot", "100")
     assert code == 0, err

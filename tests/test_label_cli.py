@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from judge.cli.main import app
 from judge.formats import Verdict
+from judge.pipeline.route import route_and_save
 from judge.routing import RoutingPolicy
 from judge.store import Store, open_store
 
@@ -43,7 +44,7 @@ def db(tmp_path) -> str:
     with open_store(url) as s:
         s.save_items([item(1, safety=True), item(2), item(3)])
         run = s.save_run()
-        s.save_verdicts([Verdict(item_id=item(n)["item_id"], label="fail",
+        route_and_save(s, [Verdict(item_id=item(n)["item_id"], label="fail",
                                  violated_key="refundOnce", evidence_event=4,
                                  confidence=0.3 + n / 10, rationale=RATIONALE, rubric=R,
                                  prompt_hash="sha256:p", model="heuristic")

@@ -15,9 +15,11 @@ import pytest
 from db_calibration_data import RUBRIC, airline_items, human, judge_answer, seed_database
 from typer.testing import CliRunner
 
+from judge.calibration.lookup import find_calibration
 from judge.calibration.regrade import calibrate_rubric
 from judge.cli.main import app
 from judge.formats import HumanLabel, Verdict
+from judge.pipeline.route import route_and_save
 from judge.prompts import load_prompt
 from judge.providers.scripted import ScriptedProvider
 from judge.reports import report_from_store
@@ -51,7 +53,7 @@ def routed(store_url: str) -> tuple[str, list[Verdict]]:
     with open_store(url) as store:
         calibrate_rubric(store, RUBRIC, ScriptedProvider(default=scripted_judge(),
                                                          spec="scripted"), Settings.load())
-        out = store.save_verdicts(_verdicts(), "run-nightly", policy=RoutingPolicy(
+        out = route_and_save(store, _verdicts(), "run-nightly", policy=RoutingPolicy(
             audit_share=0.1, double_share=0.0))
     return url, out
 
@@ -61,7 +63,7 @@ def test_report_holds_agreement_record_routing_and_queue(routed) -> None:  # typ
     items = airline_items()
     with open_store(url) as store:
         report = report_from_store(store, RUBRIC, n_boot=100)
-        record = store.find_calibration(RUBRIC, load_prompt(RUBRIC).hash, "scripted")
+        record = find_calibration(store, RUBRIC, load_prompt(RUBRIC).hash, "scripted")
     a = report.agreement
     truth = {it.item_id: human(it) for it in items}
     assert a["n_items"] == len(items)
@@ -99,7 +101,7 @@ def test_queue_statistics_are_live(routed) -> None:  # type: ignore[no-untyped-d
 def test_prompt_version_and_model_filters(routed) -> None:  # type: ignore[no-untyped-def]
     url, _ = routed
     with open_store(url) as store:
-        store.save_verdicts(_verdicts(model="heuristic")[:50], "run-other", policy=None)
+        store.save_verdicts(_verdicts(model="heuristic")[:50], "run-other")
         only = report_from_store(store, RUBRIC, model="heuristic", n_boot=50)
         both = report_from_store(store, RUBRIC, n_boot=50)
     assert only.agreement["n_items"] == 50 and only.calibration is not None

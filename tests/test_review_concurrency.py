@@ -8,8 +8,8 @@ import time
 import pytest
 
 from judge.formats import HumanLabel
-from judge.review.queue import enqueue_rows, queue_row
-from judge.store import open_store
+from judge.store import ReviewRequest, open_store
+from judge.store.review_queue import enqueue
 
 N_ITEMS = 240
 N_WORKERS = 8
@@ -37,7 +37,7 @@ def annotate(url: str, who: str, out: mp.Queue, start) -> None:  # runs in a chi
 def run_annotators(url: str, double_every: int = 0) -> None:
     store = open_store(url)
     with store.engine.begin() as conn:
-        enqueue_rows(conn, [queue_row(
+        enqueue(conn, [ReviewRequest(
             f"t{i}#1:r", reason="audit", rubric="r", safety_critical=i % 7 == 0,
             confidence=(i % 13) / 13, required=2 if double_every and i % double_every == 0
             else 1) for i in range(N_ITEMS)])

@@ -5,15 +5,13 @@ from __future__ import annotations
 import time
 
 from judge.formats import HumanLabel
-from judge.review.queue import queue_row
-from judge.store import Store
+from judge.store import ReviewRequest, Store
+from judge.store.review_queue import enqueue
 
 
 def fill(store: Store, entries: list[tuple[str, bool, float | None, int]]) -> None:
-    from judge.review.queue import enqueue_rows
-
     with store.engine.begin() as conn:
-        enqueue_rows(conn, [queue_row(i, reason="low confidence", rubric="r", safety_critical=s,
+        enqueue(conn, [ReviewRequest(i, reason="low confidence", rubric="r", safety_critical=s,
                                       confidence=c, required=req) for i, s, c, req in entries])
 
 

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from judge.cli.main import app
 from judge.formats import HumanLabel, Verdict
+from judge.pipeline.route import route_and_save
 from judge.routing import RoutingPolicy
 from judge.store import open_store
 
@@ -24,7 +25,7 @@ def seed(url: str, n: int = 4, double_share: float = 0.0) -> list[str]:
         s.save_items([{"item_id": iid, "trace_id": f"t{i}", "seq": 2, "turn": 1, "rubric": R,
                        "kind": "tool_call", "safety_critical": i == n - 1}
                       for i, iid in enumerate(ids)])
-        s.save_verdicts([Verdict(item_id=iid, label="pass", confidence=0.5 + i / 100,
+        route_and_save(s, [Verdict(item_id=iid, label="pass", confidence=0.5 + i / 100,
                                  rubric=R, prompt_hash="sha256:p", model="m")
                          for i, iid in enumerate(ids)], s.save_run(),
                         policy=RoutingPolicy(double_share=double_share))

@@ -81,7 +81,7 @@ def test_unreachable_postgres(tmp_path: Path) -> None:
 def test_failure_mid_write_leaves_nothing(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(store_url)
     labels = [HumanLabel(item_id=f"t{i}#1:r", label="pass", annotator="a") for i in range(1200)]
-    import judge.review.queue as q
+    import judge.store.review_queue as q
 
     calls = {"n": 0}
     real = q.record_label
@@ -100,3 +100,10 @@ def test_failure_mid_write_leaves_nothing(store_url: str, monkeypatch: pytest.Mo
     monkeypatch.setattr(q, "record_label", real)
     assert store.add_labels(labels) == 1200
     store.close()
+
+
+def test_bad_busy_timeout_setting_is_one_line(tmp_path: Path) -> None:
+    proc = judge("review", "stats", cwd=tmp_path, env={"JUDGE_DB_BUSY_TIMEOUT_MS": "abc"})
+    line = one_line_error(proc)
+    assert "JUDGE_DB_BUSY_TIMEOUT_MS" in line
+    assert not (tmp_path / "judge.db").exists()  # nothing was opened

@@ -15,6 +15,9 @@ from sqlalchemy import func, select
 from judge.store import open_store
 from judge.store.tables import CallRow, VerdictRow
 
+CALLS = CallRow.__table__
+VERDICTS = VerdictRow.__table__
+
 CHILD = Path(__file__).resolve().parent / "grading_child.py"
 N_TRACES = "60"
 
@@ -46,7 +49,7 @@ def test_sigkill_then_rerun(store_url: str, tmp_path: Path) -> None:
 
     before = store.stored_item_ids(run_id)
     with store.engine.connect() as conn:
-        stored_calls = {r[0] for r in conn.execute(select(CallRow.item_id))}
+        stored_calls = {r[0] for r in conn.execute(select(CALLS.c.item_id))}
     first_calls = log.read_text().split()
     assert len(before) >= 15
 
@@ -60,9 +63,9 @@ def test_sigkill_then_rerun(store_url: str, tmp_path: Path) -> None:
     assert not set(second_calls) & stored_calls
     # nothing lost, nothing duplicated
     with store.engine.connect() as conn:
-        ids = [r[0] for r in conn.execute(select(VerdictRow.item_id)
-                                          .where(VerdictRow.run_id == run_id))]
-        n_calls = conn.execute(select(func.count()).select_from(CallRow)).scalar_one()
+        ids = [r[0] for r in conn.execute(select(VERDICTS.c.item_id)
+                                          .where(VERDICTS.c.run_id == run_id))]
+        n_calls = conn.execute(select(func.count()).select_from(CALLS)).scalar_one()
     assert len(ids) == len(set(ids))
     n_items = len(ids)
     assert before <= set(ids)

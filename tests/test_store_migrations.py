@@ -17,7 +17,6 @@ from conftest_store import BACKENDS
 from schema_catalog import schema
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
-from sqlmodel import SQLModel
 
 from judge.store import open_store, tables
 from judge.store.db import make_engine
@@ -419,12 +418,10 @@ MIGRATION_ONLY_INDEXES = {("review_queue", "ix_queue_claim_order"),
 def test_tables_agree_with_migrated_schema(new_url: Callable[[], str]) -> None:
     """What judge/store/tables.py declares (and the code queries) is what the migrations make:
     the same tables, columns, types, nullability, keys and indexes."""
-    models = [v.__table__ for v in vars(tables).values()
-              if isinstance(v, type) and issubclass(v, SQLModel) and hasattr(v, "__table__")]
     declared_engine, migrated_engine = make_engine(new_url()), make_engine(new_url())
     try:
         with declared_engine.begin() as conn:
-            SQLModel.metadata.create_all(conn, tables=models)
+            tables.metadata.create_all(conn)
         migrate(migrated_engine)
         declared, migrated = read_schema(declared_engine), read_schema(migrated_engine)
     finally:
@@ -498,7 +495,9 @@ def test_default_is_judge_db_in_working_directory(tmp_path, monkeypatch) -> None
 
 def test_env_url_is_used(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("JUDGE_DATABASE_URL", f"sqlite:///{tmp_path / 'other.db'}")
-    s = open_store()
+    from judge.settings import Settings
+
+    s = open_store(Settings.load().database_url)  # callers take the URL from Settings
     s.close()
     assert (tmp_path / "other.db").exists() and not (tmp_path / "judge.db").exists()
 

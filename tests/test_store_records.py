@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from judge.calibration import CalibrationRecord, build_record
+from judge.calibration.lookup import find_calibration
 from judge.formats import HumanLabel, Verdict
+from judge.pipeline.route import route_and_save
 from judge.providers.base import CallRecord
 from judge.routing import RoutingPolicy
 from judge.store import Store
@@ -48,7 +50,7 @@ def test_verdicts_round_trip_and_route(store: Store) -> None:
     run = store.save_run()
     vs = [verdict(1, "fail", 0.8, rationale="second refund"), verdict(2, "unscored", None),
           verdict(3, "pass", 0.95, metadata={"key_class": "constraint"})]
-    routed = store.save_verdicts(vs, run, policy=RoutingPolicy(audit_share=0.0))
+    routed = route_and_save(store, vs, run, policy=RoutingPolicy(audit_share=0.0))
     assert [v.route_reason for v in routed] == ["uncalibrated", "invalid verdict",
                                                  "uncalibrated"]
     got = {v.item_id: v for v in store.verdicts_for(R)}
@@ -65,8 +67,8 @@ def test_verdicts_round_trip_and_route(store: Store) -> None:
 def test_saving_the_same_run_twice_duplicates_nothing(store: Store) -> None:
     run = store.save_run("r1")
     vs = [verdict(i) for i in range(20)]
-    store.save_verdicts(vs[:12], run)
-    store.save_verdicts(vs, run)  # a resumed run saves some again
+    route_and_save(store, vs[:12], run)
+    route_and_save(store, vs, run)  # a resumed run saves some again
     assert store.count_verdicts(run) == 20
     assert store.stored_item_ids(run) == {v.item_id for v in vs}
     assert store.queue.stats()["total"] == 20  # uncalibrated: every one reviewed, once
@@ -75,15 +77,15 @@ def test_saving_the_same_run_twice_duplicates_nothing(store: Store) -> None:
 def test_calibration_routes_and_veto_overrules(store: Store) -> None:
     record = calibration(0.7)
     store.save_calibration(record)
-    found = store.find_calibration(R, "sha256:p1", "heuristic")
+    found = find_calibration(store, R, "sha256:p1", "heuristic")
     assert isinstance(found, CalibrationRecord) and found.threshold == 0.7
     assert found.calibrate(0.9) == record.calibrate(0.9)
     assert record.calibrate(0.95) >= 0.7 > record.calibrate(0.45)
-    assert store.find_calibration(R, "sha256:other", "heuristic") is None
+    assert find_calibration(store, R, "sha256:other", "heuristic") is None
     run = store.save_run()
     vs = [verdict(1, conf=0.95), verdict(2, conf=0.45), verdict(3, "fail", 0.99)]
-    routed = store.save_verdicts(vs, run, vetoed_traces=["trace-3"],
-                                 policy=RoutingPolicy(audit_share=0.0))
+    routed = route_and_save(store, vs, run, vetoed={"trace-3"},
+                            policy=RoutingPolicy(audit_share=0.0))
     assert [(v.route, v.route_reason) for v in routed] == [
         ("auto_accept", routed[0].route_reason), ("review", "low confidence"), ("veto", "veto")]
     assert routed[2].overruled and routed[2].label == "fail"  # kept
@@ -130,7 +132,7 @@ def test_items_traces_prompts(store: Store) -> None:
     assert got is not None and got["goal"] == "refund order-17" and got["safety_critical"]
     assert store.get_item("nope#1:r") is None
     run = store.save_run()
-    store.save_verdicts([verdict(2, conf=0.1), verdict(1, conf=0.9)], run)
+    route_and_save(store, [verdict(2, conf=0.1), verdict(1, conf=0.9)], run)
     # safety-critical (from the stored item) first, even with the higher confidence
     assert next(e.item_id for e in store.queue.entries()) == f"trace-1#4:{R}"
     assert store.save_trace({"trace_id": "t", "events": [{"seq": 1}]}) == "t"

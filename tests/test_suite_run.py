@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,7 +20,6 @@ from typer.testing import CliRunner
 
 from judge.cli.main import app
 from judge.store import open_store
-from judge.suite.results import run_verdicts
 from judge.testing.fakeserver import FakeProviderServer
 from judge.testing.faults import flaky
 
@@ -142,7 +142,7 @@ def test_provider_failing_20_percent_loses_no_item(tmp_path: Path) -> None:
         assert code in (0, 1), err
         summary = json.loads(out)
     with open_store(db) as store:
-        verdicts = run_verdicts(store, summary["run_id"])
+        verdicts = store.run_verdicts(summary["run_id"])
     n_items = _count(tmp_path / "j.db", "SELECT count(*) FROM items")
     assert len(verdicts) == summary["judge"]["items"] == n_items > 20
     assert len({v.item_id for v in verdicts}) == len(verdicts)
@@ -254,3 +254,46 @@ def test_report_run_renders_a_stored_run_and_rejects_an_unknown_one(tmp_path: Pa
     missing = runner.invoke(app, ["report", "run", "run-nope", "--db", db])
     assert missing.exit_code == 2
     assert missing.stderr.count("\n") == 1 and "run-nope" in missing.stderr
+
+
+def test_ctrl_c_exits_130_and_the_run_resumes(tmp_path: Path) -> None:
+    """SIGINT to the whole process group (what Ctrl-C does): one line, exit 130, the run is
+    marked interrupted, no process of the run is left behind, and --resume finishes it."""
+    suite = write_suite(tmp_path / "s.yaml", [
+        {"scenario": str(SCEN / "tau-airline"), "traces": [
+            {"path": str(tau_subset(tmp_path, 40)), "format": "tau-bench"}]}],
+        rubrics=("scope_fidelity",))
+    db_path = tmp_path / "j.db"
+    with FakeProviderServer(latency=0.3) as srv:
+        env = {**os.environ, "OPENAI_BASE_URL": srv.openai_base_url,
+               "JUDGE_DATABASE_URL": f"sqlite:///{db_path}"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "judge.cli.main", "run", str(suite), "--model",
+             "openai:fake-judge", "--concurrency", "4", "--no-progress"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+            start_new_session=True)
+        deadline = time.monotonic() + 60
+        while _count(db_path, "SELECT count(*) FROM verdicts") < 5:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert err.count("\n") == 1 and "judge run --resume" in err and "Traceback" not in err
+        time.sleep(0.2)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)  # the checking child is gone too
+        run_id = _count_run(db_path)
+        con = sqlite3.connect(db_path)
+        assert con.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+        con.close()
+        done = subprocess.run(
+            [sys.executable, "-m", "judge.cli.main", "run", "--resume", run_id,
+             "--concurrency", "4", "--format", "json", "--no-progress"],
+            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert done.returncode in (0, 1), done.stderr
+    n_items = _count(db_path, "SELECT count(*) FROM items")
+    assert json.loads(done.stdout)["judge"]["items"] == n_items > 20
+    assert _count(db_path, "SELECT count(DISTINCT item_id) FROM verdicts") == n_items
+    assert _count(db_path, "SELECT count(*) FROM verdicts") == n_items

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from judge.calibration._store_shims import save_as_given
 from judge.calibration.build import MIN_PER_CLASS, build_record, check_enough
 from judge.calibration.files import records_dir
 from judge.calibration.pairs import calibration_groups
@@ -148,7 +147,7 @@ def calibrate_rubric(
                          n_missing_items=len(found.missing))
     if store_verdicts:
         run.run_id = calibration_run_id(rubric, prompt.version, provider.spec)
-        save_as_given(store, verdicts, run.run_id)
+        store.save_verdicts(verdicts, run.run_id)  # as given: calibration runs route nothing
     if write_file:
         run.path = record.save(records_dir(root))
     store.save_calibration(record)

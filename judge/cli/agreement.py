@@ -68,9 +68,10 @@ def agreement(
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None,
                 db: str | None) -> LabelledVerdicts:
+    from judge.settings import Settings
     from judge.store import open_store  # only database mode pays for the import
 
-    with open_store(db) as store:
+    with open_store(db or Settings.load().database_url) as store:
         return from_store(store, rubric, prompt_version=prompt_version, model=model)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -22,12 +22,15 @@ from rich.panel import Panel
 from rich.table import Table
 
 from judge.cli.common import cli_errors, die
-from judge.cli.review import DB_HELP, annotator_name
+from judge.cli.database import DB_HELP, open_database
+from judge.cli.review import annotator_name
 from judge.errors import InputError
-from judge.formats import HumanLabel, Verdict
+from judge.formats import HumanLabel, Verdict, parse_item_id
 from judge.review.labeling import check_label, ledger_keys, slice_seqs
-from judge.review.queue import DEFAULT_LEASE_S, QueueEntry
-from judge.store import Store, open_store
+from judge.store.records import REVIEW_LEASE_S
+
+if TYPE_CHECKING:
+    from judge.store import QueueEntry, Store
 
 KEYS = r"\[p]ass  \[f]ail  \[u]nsure  \[s]kip  \[z] undo  \[q]uit"
 
@@ -42,7 +45,7 @@ def label(
     show_judge: bool = typer.Option(False, "--show-judge",
                                     help="reveal the judge's verdict (hidden by default)"),
     rubric: str | None = typer.Option(None, "--rubric", help="only items of this rubric"),
-    lease: float = typer.Option(DEFAULT_LEASE_S, "--lease", help="claim lease in seconds"),
+    lease: float = typer.Option(REVIEW_LEASE_S, "--lease", help="claim lease in seconds"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Label review items: interactively from the queue, or one item with --item/--label."""
@@ -51,12 +54,12 @@ def label(
         if value is not None or item is not None:
             if value is None or item is None:
                 die("non-interactive labelling needs both --item and --label")
-            with open_store(db) as store:
+            with open_database(db) as store:
                 _label_one(store, who, item, value, key, evidence, note)
             return
         if key or evidence is not None or note:
             die("--key, --evidence and --note need --item and --label")
-        with open_store(db) as store:
+        with open_database(db) as store:
             Session(store, who, show_judge=show_judge, rubric=rubric, lease_s=lease).run()
 
 
@@ -141,7 +144,7 @@ class Session:
         if value == "fail":
             key = self.pick("violated key (number or name)", ledger_keys(data or {}))
             seqs = [str(s) for s in slice_seqs(data or {})]
-            target = entry.item_id.rpartition("#")[2].split(":")[0]
+            target = _target_seq(entry.item_id)
             picked = self.pick(f"evidence event, a seq of the slice ({', '.join(seqs)})", seqs,
                                default=target, numbered=False)
             evidence = int(picked) if picked and picked.isdigit() else None
@@ -210,6 +213,14 @@ class Session:
         if self.show_judge:
             v = self.store.verdict_for_item(entry.item_id)
             con.print(Panel(verdict_text(v), title="judge (revealed)"))
+
+
+def _target_seq(item_id: str) -> str:
+    """The item's own event (its seq), the default evidence."""
+    try:
+        return str(parse_item_id(item_id)[1])
+    except ValueError:
+        return ""
 
 
 def ledger_table(ledger: dict[str, Any]) -> Table:

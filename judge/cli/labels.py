@@ -17,12 +17,10 @@ from pathlib import Path
 import typer
 
 from judge.cli.common import cli_errors, die
+from judge.cli.database import DB_HELP, open_database
 from judge.labels.files import read_labels, write_labels
-from judge.store import open_store
 
 app = typer.Typer(help="Human labels: export and import (JSONL).", no_args_is_help=True)
-
-DB_HELP = "database URL (default JUDGE_DATABASE_URL or ./judge.db)"
 
 
 @app.command("export")
@@ -34,7 +32,7 @@ def export(
 ) -> None:
     """Write the stored label history as JSONL."""
     with cli_errors():
-        with open_store(db) as store:
+        with open_database(db) as store:
             labels = store.labels_for(annotator=annotator, rubric=rubric)
         tmp = output.with_name(output.name + ".tmp")
         try:
@@ -54,7 +52,7 @@ def import_(
     """Append the labels of a file; labels already stored are skipped."""
     with cli_errors():
         labels = read_labels(path)  # validate every line before writing anything
-        with open_store(db) as store:
+        with open_database(db) as store:
             added = store.add_labels(labels)
         typer.echo(f"imported {added} new labels from {path} "
                    f"({len(labels) - added} already stored)")

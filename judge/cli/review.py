@@ -11,19 +11,20 @@ from __future__ import annotations
 import json
 import os
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from judge.cli.common import cli_errors, die
-from judge.review.queue import DEFAULT_LEASE_S, QueueEntry
-from judge.store import Store, open_store
+from judge.cli.database import DB_HELP, open_database
+from judge.store.records import REVIEW_LEASE_S
+
+if TYPE_CHECKING:
+    from judge.store import QueueEntry, Store
 
 app = typer.Typer(help="The review queue: what people label next.", no_args_is_help=True)
-
-DB_HELP = "database URL (default JUDGE_DATABASE_URL or ./judge.db)"
 
 
 class Fmt(StrEnum):
@@ -71,7 +72,7 @@ def list_(
     with cli_errors():
         if state not in ("open", "claimed", "done", "all"):
             die(f"--state: want open, claimed, done or all, got {state!r}")
-        with open_store(db) as store:
+        with open_database(db) as store:
             entries = store.queue.entries(state=None if state == "all" else state,
                                           rubric=rubric, limit=limit or None)
         if fmt == Fmt.json:
@@ -89,7 +90,7 @@ def stats(
 ) -> None:
     """Counts by state and reason, and human–human agreement on double-labelled items."""
     with cli_errors():
-        with open_store(db) as store:
+        with open_database(db) as store:
             out = store.queue.stats()
             out["labels"] = store.count_labels()
             out["human_human"] = human_agreement(store)
@@ -122,7 +123,7 @@ def stats(
 @app.command("next")
 def next_(
     annotator: str | None = typer.Option(None, "--annotator", help="default JUDGE_ANNOTATOR"),
-    lease: float = typer.Option(DEFAULT_LEASE_S, "--lease", help="claim lease in seconds"),
+    lease: float = typer.Option(REVIEW_LEASE_S, "--lease", help="claim lease in seconds"),
     rubric: str | None = typer.Option(None, "--rubric"),
     fmt: Fmt = typer.Option(Fmt.text, "--format"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
@@ -132,7 +133,7 @@ def next_(
         who = annotator_name(annotator)
         if lease <= 0:
             die("--lease must be positive")
-        with open_store(db) as store:
+        with open_database(db) as store:
             entry = store.queue.claim(who, lease_s=lease, rubric=rubric)
         if fmt == Fmt.json:
             typer.echo(json.dumps(entry.to_dict() if entry else None))
@@ -155,7 +156,7 @@ def release(
     with cli_errors():
         if (item is None) == (not expired):
             die("give an ITEM or --expired")
-        with open_store(db) as store:
+        with open_database(db) as store:
             if expired:
                 typer.echo(f"released {store.queue.release_expired()} expired claims")
                 return

@@ -8,26 +8,18 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from judge.cli.common import cli_errors, die, warn
-from judge.errors import InputError, StoreError
-from judge.grading.engine import GradingStats
-from judge.providers.base import Provider
-from judge.providers.registry import default_model_spec, make_provider
+from judge.cli.database import DB_HELP, open_database
+from judge.errors import InputError
 from judge.settings import Settings
-from judge.store.repo import Store, open_store
-from judge.suite import work
-from judge.suite.plan import Plan, make_plan
-from judge.suite.report import render_text
-from judge.suite.run import Collected, RunOptions, check_and_grade, collect, summarize
 
 
 class RunFormat(StrEnum):
@@ -35,71 +27,36 @@ class RunFormat(StrEnum):
     json = "json"
 
 
-def _progress(enabled: bool) -> Progress | None:
-    if not enabled:
-        return None
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=None, transient=True,
-                    redirect_stdout=False, disable=not sys.stderr.isatty())
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Any]:
+    """Progress bars on stderr (traces checked; items graded), as RunHooks."""
+    from judge.suite.run import RunHooks
 
+    if not enabled or not sys.stderr.isatty():
+        yield RunHooks()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
-def _distributed(store: Store, run_id: str, collected: Collected, provider: Provider,
-                 settings: Settings, opts: RunOptions) -> GradingStats:
-    """Enqueue the run's items for `judge worker` processes, work alongside them (unless
-    --no-local-worker) and wait until every item is graded."""
-    items = [it for its in collected.items.values() for it in its]
-    work.enqueue(store, run_id, items, collected.vetoed)
-    stats = GradingStats()
-    if opts.local_worker:
-        stats = work.work_loop(store, work.RunProviders(store, settings, provider), settings,
-                               run_id=run_id, stop_when_run_done=True, idle_exit_s=1e9)
-    deadline = time.monotonic() + opts.wait_timeout_s
-    while (left := work.outstanding(store, run_id)) > 0:
-        if time.monotonic() > deadline:
-            raise StoreError(f"{left} item(s) of run {run_id} still leased by workers after "
-                             f"{opts.wait_timeout_s:.0f} s; resume with judge run --resume "
-                             f"{run_id}")
-        time.sleep(0.5)
-    return stats
-
-
-def execute_run(plan: Plan, store: Store, settings: Settings, opts: RunOptions,
-                model_spec: str, show_progress: bool) -> dict[str, Any]:
-    provider = make_provider(model_spec, settings)  # ConfigError before any call
-    run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
-        "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
-        "model": model_spec, "replay_only": opts.replay_only})
-    progress = _progress(show_progress)
-    on_trace: Callable[[], None] | None = None
-    on_total: Callable[[int], None] | None = None
-    on_stored: Callable[[int], None] | None = None
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                        redirect_stdout=False)
+    progress.start()
+    traces = progress.add_task("checking traces", total=None)
+    items = progress.add_task("grading items", total=0)
     try:
-        if progress is not None:
-            progress.start()
-            t_traces = progress.add_task("checking traces", total=None)
-            t_items = progress.add_task("grading items", total=0)
-            progress.advance(t_items, len(store.stored_item_ids(run_id)))
-            on_trace = lambda: progress.advance(t_traces)  # noqa: E731
-            on_total = lambda n: progress.update(t_items, total=n)  # noqa: E731
-            on_stored = lambda n: progress.advance(t_items, n)  # noqa: E731
-        if opts.distributed:
-            collected = collect(plan, store, on_trace)
-            stats = _distributed(store, run_id, collected, provider, settings, opts)
-        else:
-            collected, stats = check_and_grade(plan, store, run_id, provider, settings, opts,
-                                               on_trace, on_total, on_stored)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, status="interrupted")
-        warn(f"interrupted; everything graded so far is stored. Resume with: "
-             f"judge run --resume {run_id}")
-        raise typer.Exit(130) from None
+        yield RunHooks(on_start=lambda n: progress.advance(items, n),
+                       on_trace=lambda: progress.advance(traces),
+                       on_items=lambda n: progress.update(items, total=n),
+                       on_verdicts=lambda n: progress.advance(items, n))
     finally:
-        if progress is not None:
-            progress.stop()
-    summary = summarize(plan, collected, store, run_id, provider.display_name, model_spec,
-                        stats, opts)
-    store.finish_run(run_id, status="finished", summary=summary)
-    return summary
+        progress.stop()
 
 
 def run(
@@ -116,8 +73,7 @@ def run(
     require_calibrated: bool = typer.Option(False, "--require-calibrated",
                                             help="fail the gate on uncalibrated verdicts"),
     resume: str | None = typer.Option(None, "--resume", help="continue run RUN_ID"),
-    database: str | None = typer.Option(None, "--db", help="database URL "
-                                        "(default JUDGE_DATABASE_URL or ./judge.db)"),
+    database: str | None = typer.Option(None, "--db", help=DB_HELP),
     audit_share: float = typer.Option(0.05, "--audit-share", min=0.0, max=1.0,
                                       help="share of auto-accepted verdicts sent to review"),
     distributed: bool = typer.Option(False, "--distributed", help="enqueue the items for "
@@ -132,27 +88,37 @@ def run(
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Run a suite: checks, judge items, route, store, and apply the release gate."""
+    from judge.suite.run import RunOptions, SuiteInterrupted, resumed, run_suite
+
     with cli_errors():
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
                                  rpm=rpm, database_url=database)
-        store = open_store(settings.database_url)
-        with store:
+        with open_database(settings=settings) as store:
             if resume is not None:
-                stored = store.get_run(resume)
-                if stored is None:
-                    die(f"no run '{resume}' in {store.where}")
-                suite_file = suite_file or Path(stored["config"]["manifest"])
-                suite = suite or stored["config"].get("suite")
-                model = model or stored["config"].get("model")
+                before = resumed(store, resume)
+                suite_file = suite_file or before.manifest
+                suite = suite or before.suite
+                model = model or before.model
             if suite_file is None:
                 die("give a suite manifest (SUITE_FILE) or --resume RUN_ID")
+            from judge.providers.registry import default_model_spec
+            from judge.suite.plan import make_plan
+
             plan = make_plan(suite_file, suite)
             spec = model or settings.model or plan.model_spec or default_model_spec(settings)
             opts = RunOptions(replay_only=replay_only, require_calibrated=require_calibrated,
                               resume=resume, audit_share=audit_share, batch=batch,
                               batch_poll_s=batch_poll,
                               distributed=distributed, local_worker=local_worker)
-            summary = execute_run(plan, store, settings, opts, spec, not no_progress)
+            try:
+                with _progress(not no_progress) as hooks:
+                    summary = run_suite(plan, store, settings, opts, spec, hooks)
+            except SuiteInterrupted as stop:
+                warn(f"interrupted; everything graded so far is stored. Resume with: "
+                     f"judge run --resume {stop.run_id}")
+                raise typer.Exit(130) from None
+    from judge.suite.report import render_text
+
     if fmt is RunFormat.json:
         typer.echo(json.dumps(summary, indent=2, default=str))
     else:
@@ -172,21 +138,15 @@ def report_run(
     run_id: str = typer.Argument(..., help="the run to report"),
     fmt: str = typer.Option("md", "--format", help="md, html, json or text"),
     out: Path | None = typer.Option(None, "-o", "--output", help="write here (default stdout)"),
-    database: str | None = typer.Option(None, "--db"),
+    database: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write a stored run's report (md, html, json or text)."""
-    from judge.suite.report import render_html, render_markdown
+    from judge.suite.report import render_html, render_markdown, render_text
+    from judge.suite.run import stored_summary
 
     with cli_errors():
-        with open_store(database) as store:
-            stored = store.get_run(run_id)
-            where = store.where
-        if stored is None:
-            die(f"no run '{run_id}' in {where}")
-        summary = stored.get("summary") or {}
-        if not summary:
-            die(f"run '{run_id}' has no summary yet (status {stored['status']}; finish it "
-                f"with judge run --resume {run_id})")
+        with open_database(database) as store:
+            summary = stored_summary(store, run_id)
         renderers: dict[str, Callable[[dict[str, Any]], str]] = {
             "md": render_markdown, "html": render_html, "text": render_text,
             "json": _json_dump}

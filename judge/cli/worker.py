@@ -9,9 +9,9 @@ from __future__ import annotations
 import typer
 
 from judge.cli.common import cli_errors
+from judge.cli.database import DB_HELP, open_database
 from judge.settings import Settings
-from judge.store.repo import open_store
-from judge.suite import work
+from judge.store.records import WORK_LEASE_S
 
 
 def worker(
@@ -21,16 +21,18 @@ def worker(
     rpm: float | None = typer.Option(None, "--rpm"),
     idle_exit: float = typer.Option(30.0, "--idle-exit", help="stop after this many seconds "
                                     "with nothing to claim"),
-    lease: float = typer.Option(work.DEFAULT_LEASE_S, "--lease", help="lease seconds; a "
+    lease: float = typer.Option(WORK_LEASE_S, "--lease", help="lease seconds; a "
                                 "killed worker's items go to others after this"),
-    database: str | None = typer.Option(None, "--db"),
+    database: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat."""
+    from judge.pipeline.worker import RunProviders, work_loop, worker_name
+
     with cli_errors():
         settings = Settings.load(concurrency=concurrency, base_url=base_url, rpm=rpm,
                                  database_url=database)
-        with open_store(settings.database_url) as store:
-            stats = work.work_loop(store, work.RunProviders(store, settings), settings,
-                                   run_id=run_id, idle_exit_s=idle_exit, lease_s=lease)
-    typer.echo(f"worker {work.worker_name()}: graded {stats.items} item(s), "
+        with open_database(settings=settings) as store:
+            stats = work_loop(store, RunProviders(store, settings), settings,
+                              run_id=run_id, idle_exit_s=idle_exit, lease_s=lease)
+    typer.echo(f"worker {worker_name()}: graded {stats.items} item(s), "
                f"{stats.provider_calls} provider call(s), {stats.cache_hits} from cache")

@@ -9,6 +9,8 @@ never stops the others.
 
 Concurrency: a fixed pool of `concurrency` workers over the item list, so at most that many
 requests are in flight and no per-item task is created; cached items never wait on I/O.
+`ItemGrader` grades one item at a time under one prompt; the pipeline (judge.pipeline) runs
+its own pool of workers over graders when items arrive while others are being graded.
 """
 
 from __future__ import annotations
@@ -65,13 +67,15 @@ class _Miss(Exception):
     """Replay-only and the call is not cached."""
 
 
-class _Run:
-    """The shared state of one `grade_items` call."""
+class ItemGrader:
+    """Grades items under one prompt with one provider: render, cache, call, validate,
+    re-ask. `grade(item)` always returns a verdict (unscored with a reason on any failure).
+    Several graders may share one rate limiter and one stats object."""
 
-    def __init__(self, prompt: Prompt, provider: Provider, cache: CallCache,
-                 params: ModelParams, retries: int, limiter: RateLimiter | None,
-                 replay_only: bool, redaction: Redaction | None, base_delay: float,
-                 stats: GradingStats) -> None:
+    def __init__(self, prompt: Prompt, provider: Provider, cache: CallCache, *,
+                 params: ModelParams, retries: int, limiter: RateLimiter | None = None,
+                 replay_only: bool = False, redaction: Redaction | None = None,
+                 base_delay: float = 0.5, stats: GradingStats | None = None) -> None:
         self.prompt = prompt
         self.provider = provider
         self.cache = cache
@@ -82,7 +86,7 @@ class _Run:
         self.redaction = redaction
         self.base_delay = base_delay
         self.rng = random.Random()  # backoff jitter; one per run (seeding one per call costs)
-        self.stats = stats
+        self.stats = stats if stats is not None else GradingStats()
         self.spec = provider.spec
         self.keys: KeyMaker | None = None
         self.schema: dict[str, Any] = {}
@@ -134,22 +138,25 @@ class _Run:
             base_delay=self.base_delay, rng=self.rng, limiter=self.limiter)
         return resp
 
-    async def grade(self, item: Item) -> Verdict:
+    async def grade(self, item: Item, request: JudgeRequest | None = None) -> Verdict:
+        """The verdict on `item`; `request` is its rendered request when it was rendered
+        ahead (the same `render` call), else it is rendered here when needed."""
+        self.stats.items += 1
         try:
-            return await self._grade(item)
+            return await self._grade(item, request)
         except _Miss:
-            return self._unscored(item, REPLAY_MISS, None)
+            return self.unscored(item, REPLAY_MISS, None)
         except ProviderFailure as exc:
             self.stats.failures += 1
             what = f"HTTP {exc.status}: " if exc.status and str(exc.status) not in str(exc) else ""
             attempts = getattr(exc, "attempts", None)
             tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
-            return self._unscored(item, f"provider failed{tries}: {what}{exc}", None)
+            return self.unscored(item, f"provider failed{tries}: {what}{exc}", None)
         except Exception as exc:  # one item's failure never stops the others
             self.stats.failures += 1
-            return self._unscored(item, f"grading error: {type(exc).__name__}: {exc}", None)
+            return self.unscored(item, f"grading error: {type(exc).__name__}: {exc}", None)
 
-    async def _grade(self, item: Item) -> Verdict:
+    async def _grade(self, item: Item, rendered: JudgeRequest | None = None) -> Verdict:
         memo_key = None
         if self.memo is not None and self.memo_keys is not None:
             # a rerun: the call made for this very item, found without rendering it
@@ -163,7 +170,7 @@ class _Run:
                 else:
                     self.stats.cache_hits += 1
                     return self._finish(item, verdict, {"cached": True})
-        request = render(self.prompt, item, self.params, self.redaction)
+        request = rendered or render(self.prompt, item, self.params, self.redaction)
         key = self.key_of(request)
         text, cached = await self.call(request, key)
         try:
@@ -175,7 +182,7 @@ class _Run:
             try:
                 verdict = parse_verdict(text2, item, self.prompt, self.spec)
             except VerdictInvalid as second:
-                return self._unscored(
+                return self.unscored(
                     item, f"invalid verdict after re-ask: {second.reason} "
                           f"(first answer: {first.reason})", text2)
             return self._finish(item, verdict, {"cached": cached and cached2, "reasked": True,
@@ -196,7 +203,8 @@ class _Run:
         update["metadata"] = meta
         return verdict.model_copy(update=update)
 
-    def _unscored(self, item: Item, reason: str, raw: str | None) -> Verdict:
+    def unscored(self, item: Item, reason: str, raw: str | None = None) -> Verdict:
+        """An unscored verdict on `item` with the reason (and the raw completion, if any)."""
         self.stats.unscored += 1
         v = unscored(item, self.prompt, self.spec, reason, raw)
         return self._finish(item, v, {})
@@ -246,11 +254,11 @@ async def grade_items(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     stats = stats if stats is not None else GradingStats()
-    stats.items += len(items)
     started = time.perf_counter()
     limiter = RateLimiter(rpm) if rpm and provider.remote else None
-    run = _Run(prompt, provider, cache, params, retries, limiter, replay_only, redaction,
-               retry_base_delay, stats)
+    run = ItemGrader(prompt, provider, cache, params=params, retries=retries, limiter=limiter,
+                     replay_only=replay_only, redaction=redaction, base_delay=retry_base_delay,
+                     stats=stats)
     results: list[Verdict | None] = [None] * len(items)
     next_index = 0
 
@@ -269,7 +277,7 @@ async def grade_items(
     stats.elapsed_s += time.perf_counter() - started
     out: list[Verdict] = []
     for i, v in enumerate(results):  # defensive: no item is ever lost
-        out.append(v if v is not None else run._unscored(items[i], "not graded", None))
+        out.append(v if v is not None else run.unscored(items[i], "not graded"))
     return out
 
 

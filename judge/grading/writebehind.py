@@ -48,7 +48,9 @@ class WriteBehindCache:
         with self._lock:
             self._pending[record.cache_key] = record
             self._queue.append(record)
-        self._wake.set()
+            wake = len(self._queue) == 1  # the writer is idle or busy with an earlier batch
+        if wake:
+            self._wake.set()
 
     def get_memo(self, memo_key: str) -> tuple[str, str] | None:
         """RenderMemo, when the wrapped cache has one."""

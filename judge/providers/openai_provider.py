@@ -154,11 +154,17 @@ class OpenAIProvider(Provider):
 
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
         import openai
+        from openai.types.chat import ChatCompletion
 
         body = chat_body(request, self.model, token_field=self.token_field)
         started = time.perf_counter()
         try:
-            completion = await self.client.chat.completions.create(**body)
+            # `chat.completions.create(**body)` without its request transform: for the plain
+            # JSON body chat_body builds the transform is an identity (tested), and it costs
+            # a quarter of the SDK's CPU per call. Same endpoint, auth, timeout, errors and
+            # typed response.
+            completion = await self.client.post("/chat/completions", body=body,
+                                                cast_to=ChatCompletion)
         except openai.OpenAIError as exc:
             raise failure_from_error(exc, self.spec) from exc
         return response_from_completion(completion, self.spec, time.perf_counter() - started)

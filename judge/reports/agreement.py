@@ -121,7 +121,7 @@ def report_from_store(
     (optionally one prompt version / model), the items' label history, the record of the
     verdicts' (prompt hash, model) (database, then the committed files, then
     `calibration_root`), routing and the rubric's live review-queue statistics."""
-    from judge.calibration._store_shims import find_calibration, queue_stats
+    from judge.calibration.lookup import find_calibration
 
     in_folder = _in_folder(calibration_root) if calibration_root is not None else None
 
@@ -135,5 +135,5 @@ def report_from_store(
 
     return assemble_report(
         from_store(store, rubric, prompt_version=prompt_version, model=model),
-        find=find, queue=queue_stats(store, rubric), title=f"Judge agreement report: {rubric}",
-        n_boot=n_boot, seed=seed)
+        find=find, queue=store.queue.stats(rubric=rubric),
+        title=f"Judge agreement report: {rubric}", n_boot=n_boot, seed=seed)

@@ -1,6 +1,2 @@
-"""The review queue: people's time goes where the judge is least sure."""
-
-from judge.review.queue import QueueEntry as QueueEntry
-from judge.review.queue import ReviewQueue as ReviewQueue
-
-__all__ = ["QueueEntry", "ReviewQueue"]
+"""Human review: what a label may say about a stored item (`labeling`). The queue itself is
+database code: judge.store.review_queue (`Store.queue`)."""

@@ -15,11 +15,11 @@ from sqlalchemy.engine import Engine
 
 from judge.errors import StoreError
 from judge.providers.base import CallRecord
-from judge.store.db import describe, display_url, insert_ignore, store_errors, utcnow
+from judge.store.db import bulk_insert, describe, display_url, store_errors, utcnow
 from judge.store.tables import CallRow, MemoRow
 
-_T: Any = CallRow.__table__  # type: ignore[attr-defined]
-_M: Any = MemoRow.__table__  # type: ignore[attr-defined]
+_T: Any = CallRow.__table__
+_M: Any = MemoRow.__table__
 
 
 def _json(value: Any) -> Any:
@@ -86,7 +86,7 @@ class DbCallCache:
             return
         rows = [{"memo_key": m, "cache_key": c} for m, c in memos]
         with store_errors(self._url), self._engine.begin() as conn:
-            conn.execute(insert_ignore(_M, conn.dialect.name), rows)
+            bulk_insert(conn, _M, rows)
 
     def put(self, record: CallRecord) -> None:
         self.put_many([record])
@@ -97,7 +97,7 @@ class DbCallCache:
         if not rows:
             return
         with store_errors(self._url), self._engine.begin() as conn:
-            conn.execute(insert_ignore(_T, conn.dialect.name), rows)
+            bulk_insert(conn, _T, rows)  # driver-level executemany, JSON by orjson
 
     @staticmethod
     def _row(record: CallRecord) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Open the database: JUDGE_DATABASE_URL, else a SQLite file `judge.db` in the working directory.
+"""Open the database at a URL (callers take it from Settings: JUDGE_DATABASE_URL, the config
+file or --db), else a SQLite file `judge.db` in the working directory.
 
 SQLite runs with WAL, a busy timeout and foreign keys on; PostgreSQL goes through psycopg 3
 (`postgresql+psycopg://`). Every driver error is turned into a one-line StoreError naming the
@@ -8,7 +9,6 @@ database, so the CLI can print it and exit 2 without a traceback.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,22 +16,22 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import event
+import orjson
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
-from sqlmodel import create_engine
 
 from judge.errors import StoreError
 
 DEFAULT_URL = "sqlite:///judge.db"
-#: milliseconds a SQLite writer waits for a lock before giving up (JUDGE_DB_BUSY_TIMEOUT_MS)
+#: milliseconds a SQLite writer waits for a lock before giving up (Settings.db_busy_timeout_ms)
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
 def database_url(url: str | None = None) -> str:
-    """The URL to use: the argument, else JUDGE_DATABASE_URL, else `sqlite:///judge.db`."""
-    raw = url or os.environ.get("JUDGE_DATABASE_URL") or DEFAULT_URL
+    """The URL to use: the argument (a URL or a bare SQLite path), else `sqlite:///judge.db`."""
+    raw = url or DEFAULT_URL
     if raw.startswith(("postgresql://", "postgres://")):
         raw = "postgresql+psycopg://" + raw.split("://", 1)[1]
     elif "://" not in raw:  # a bare path means a SQLite file
@@ -55,15 +55,13 @@ def describe(exc: BaseException) -> str:
     return re.sub(r"\s*\(Background on this error.*$", "", line)
 
 
-def make_engine(url: str, *, busy_timeout_ms: int | None = None) -> Engine:
+def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
     """An engine for `url` with the pragmas and timeouts judge relies on."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise StoreError(f"bad database URL {display_url(url)!r}: {describe(exc)}") from exc
     timeout = busy_timeout_ms
-    if timeout is None:
-        timeout = int(os.environ.get("JUDGE_DB_BUSY_TIMEOUT_MS", DEFAULT_BUSY_TIMEOUT_MS))
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(
             url, poolclass=StaticPool if parsed.database in (None, "", ":memory:") else None,
@@ -136,12 +134,25 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+class JsonText(str):
+    """A value already encoded as JSON text: stored as it is (e.g. a trace body encoded once
+    for both its content hash and its column)."""
 
 
 def _json_param(v: Any) -> str | None:
     if v is None:
         return None
-    return "{}" if isinstance(v, dict) and not v else _JSON(v)
+    if isinstance(v, JsonText):
+        return v
+    if isinstance(v, dict) and not v:
+        return "{}"
+    try:  # orjson: the bulk paths spend their time here (requests of many kB per call)
+        return orjson.dumps(v, default=str, option=_ORJSON_OPTS).decode("utf-8")
+    except TypeError:  # e.g. an integer beyond 64 bits
+        return _JSON(v)
 
 
 def _sqlite_time() -> Any:

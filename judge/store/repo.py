@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from judge.errors import InputError, StoreError
-from judge.formats import HumanLabel, Verdict
-from judge.routing import RoutingPolicy, needs_second_annotator, route_verdict
-from judge.store import tables
+from judge.formats import HumanLabel, Verdict, parse_item_id
+from judge.store import review_queue, tables
 from judge.store.calls import DbCallCache
 from judge.store.db import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    JsonText,
     as_utc,
     bulk_insert,
     database_url,
@@ -31,34 +31,36 @@ from judge.store.db import (
     utcnow,
 )
 from judge.store.migrations import migrate
+from judge.store.records import ReviewRequest
+from judge.store.review_queue import ReviewQueue
 from judge.store.rows import (
     VERDICT_COLUMNS,
     canonical_hash,
+    canonical_json,
     label_row,
     row_label,
     row_verdict,
+    text_hash,
     verdict_params,
 )
+from judge.store.work_queue import WorkQueue
 
-if TYPE_CHECKING:
-    from judge.review.queue import ReviewQueue
-
-T_TRACE: Any = tables.TraceRow.__table__  # type: ignore[attr-defined]
-T_SCEN: Any = tables.ScenarioRow.__table__  # type: ignore[attr-defined]
-T_ITEM: Any = tables.ItemRow.__table__  # type: ignore[attr-defined]
-T_PROMPT: Any = tables.PromptRow.__table__  # type: ignore[attr-defined]
-T_RUN: Any = tables.RunRow.__table__  # type: ignore[attr-defined]
-T_VERDICT: Any = tables.VerdictRow.__table__  # type: ignore[attr-defined]
-T_LABEL: Any = tables.LabelRow.__table__  # type: ignore[attr-defined]
-T_CAL: Any = tables.CalibrationRow.__table__  # type: ignore[attr-defined]
-T_QUEUE: Any = tables.QueueRow.__table__  # type: ignore[attr-defined]
+T_TRACE: Any = tables.TraceRow.__table__
+T_SCEN: Any = tables.ScenarioRow.__table__
+T_ITEM: Any = tables.ItemRow.__table__
+T_PROMPT: Any = tables.PromptRow.__table__
+T_RUN: Any = tables.RunRow.__table__
+T_VERDICT: Any = tables.VerdictRow.__table__
+T_LABEL: Any = tables.LabelRow.__table__
+T_CAL: Any = tables.CalibrationRow.__table__
 
 _CHUNK = 500
-SAFETY = ("safety-critical", "safety_critical")
 
 
-def open_store(url: str | None = None, *, busy_timeout_ms: int | None = None) -> Store:
-    """Open (and migrate) the database at `url`, JUDGE_DATABASE_URL, or ./judge.db."""
+def open_store(url: str | None = None, *,
+               busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Store:
+    """Open (and migrate) the database at `url` (default: ./judge.db). Callers take both
+    values from Settings (`database_url`, `db_busy_timeout_ms`)."""
     resolved = database_url(url)
     engine = make_engine(resolved, busy_timeout_ms=busy_timeout_ms)
     try:
@@ -67,15 +69,20 @@ def open_store(url: str | None = None, *, busy_timeout_ms: int | None = None) ->
     except StoreError:
         engine.dispose()
         raise
-    return Store(engine, resolved)
+    return Store(engine, resolved, busy_timeout_ms=busy_timeout_ms)
 
 
 class Store:
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, *,
+                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         self.engine = engine
         self.url = url
+        self.busy_timeout_ms = busy_timeout_ms
         self.calls = DbCallCache(engine, url)
-        self._queue: ReviewQueue | None = None
+        self.queue = ReviewQueue(engine, url)
+        """The review queue (judge.store.review_queue)."""
+        self.work = WorkQueue(engine, url)
+        """The grading work of distributed runs (judge.store.work_queue)."""
 
     @property
     def dialect(self) -> str:
@@ -84,15 +91,6 @@ class Store:
     @property
     def where(self) -> str:
         return display_url(self.url)
-
-    @property
-    def queue(self) -> ReviewQueue:
-        """The review queue (judge.review.queue.ReviewQueue)."""
-        if self._queue is None:
-            from judge.review.queue import ReviewQueue
-
-            self._queue = ReviewQueue(self.engine, self.url)
-        return self._queue
 
     def close(self) -> None:
         self.engine.dispose()
@@ -125,6 +123,19 @@ class Store:
         with store_errors(self.url), self.engine.begin() as conn:
             conn.execute(update(T_RUN).where(T_RUN.c.run_id == run_id).values(**values))
 
+    def batch_ids(self, run_id: str) -> dict[str, str]:
+        """The provider batch submitted for each rubric of a run (`judge run --batch`)."""
+        run = self.get_run(run_id)
+        return dict(((run or {}).get("config") or {}).get("batches", {}))
+
+    def save_batch_id(self, run_id: str, rubric: str, batch_id: str) -> None:
+        """Remember a submitted batch on its run, so a killed run polls it again on resume."""
+        with store_errors(self.url), self.engine.begin() as conn:
+            cfg = dict(conn.execute(select(T_RUN.c.config).where(T_RUN.c.run_id == run_id))
+                       .scalar_one() or {})
+            cfg["batches"] = {**cfg.get("batches", {}), rubric: batch_id}
+            conn.execute(update(T_RUN).where(T_RUN.c.run_id == run_id).values(config=cfg))
+
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
@@ -138,15 +149,26 @@ class Store:
     # -- inputs -------------------------------------------------------------------------
     def save_trace(self, trace: Any) -> str:
         """Store a trace (judge.trace.Trace or its dict); an already stored id is kept."""
-        body = trace.model_dump(mode="json", exclude_none=True) if hasattr(
-            trace, "model_dump") else dict(trace)
-        row = {"trace_id": body["trace_id"], "scenario": body.get("scenario"),
-               "candidate": body.get("candidate") or {}, "meta": body.get("metadata") or {},
-               "n_events": len(body.get("events") or []), "content_hash": canonical_hash(body),
-               "body": body, "created_at": utcnow()}
-        with store_errors(self.url), self.engine.begin() as conn:
-            conn.execute(insert_ignore(T_TRACE, self.dialect), [row])
-        return str(row["trace_id"])
+        return self.save_traces([trace])[0]
+
+    def save_traces(self, traces: Sequence[Any]) -> list[str]:
+        """Store traces (judge.trace.Trace or dicts) in one transaction; stored ids are kept.
+        Returns their ids."""
+        now = utcnow()
+        rows = []
+        for trace in traces:
+            body = trace.model_dump(mode="json", exclude_none=True) if hasattr(
+                trace, "model_dump") else dict(trace)
+            text = canonical_json(body)  # encoded once: the content hash and the column
+            rows.append({
+                "trace_id": body["trace_id"], "scenario": body.get("scenario"),
+                "candidate": body.get("candidate") or {}, "meta": body.get("metadata") or {},
+                "n_events": len(body.get("events") or []), "content_hash": text_hash(text),
+                "body": JsonText(text), "created_at": now})
+        if rows:
+            with store_errors(self.url), self.engine.begin() as conn:
+                bulk_insert(conn, T_TRACE, rows)
+        return [str(r["trace_id"]) for r in rows]
 
     def save_scenario(self, scenario_id: str, text: str, path: str | None = None) -> str:
         """Store a scenario's reviewed text under its content hash; returns the hash."""
@@ -176,8 +198,7 @@ class Store:
                          "safety_critical": bool(d.get("safety_critical", False)),
                          "data": d, "created_at": now})
         with store_errors(self.url), self.engine.begin() as conn:
-            for i in range(0, len(rows), _CHUNK * 10):
-                conn.execute(insert_ignore(T_ITEM, self.dialect), rows[i:i + _CHUNK * 10])
+            bulk_insert(conn, T_ITEM, rows)
         return len(rows)
 
     def get_item(self, item_id: str) -> dict[str, Any] | None:
@@ -188,21 +209,13 @@ class Store:
 
     # -- verdicts -----------------------------------------------------------------------
     def save_verdicts(self, verdicts: Sequence[Verdict], run_id: str, *,
-                      vetoed_traces: Iterable[str] = (),
-                      policy: RoutingPolicy | None = RoutingPolicy()) -> list[Verdict]:
-        """Route and store verdicts of a run in one transaction; review-routed items join the
-        queue. Routing sets `route`, `route_reason`, `overruled` and `calibrated_confidence`
-        on the given verdicts (in place) and returns them. A verdict already stored for
-        (run_id, item_id) is kept (a resumed run never duplicates). `policy=None` stores the
-        verdicts with the route they already carry."""
-        routed = list(verdicts)
-        if policy is not None:
-            self._route(routed, set(vetoed_traces), policy)
+                      queue: Sequence[ReviewRequest] = ()) -> None:
+        """Store a run's verdicts as given (their route fields already set by the router, or
+        none) and the given review-queue entries, in one transaction. A verdict already
+        stored for (run_id, item_id) is kept, and so is an item already queued."""
         now = utcnow()
         created = time_param(self.dialect)(now)
-        params = [verdict_params(v, run_id, created) for v in routed]
-        from judge.review.queue import queue_row
-
+        params = [verdict_params(v, run_id, created) for v in verdicts]
         with store_errors(self.url), self.engine.begin() as conn:
             if conn.execute(select(T_RUN.c.run_id).where(T_RUN.c.run_id == run_id)).first() \
                     is None:
@@ -212,50 +225,25 @@ class Store:
             if params:
                 conn.exec_driver_sql(insert_sql(self.dialect, T_VERDICT, VERDICT_COLUMNS),
                                      params)
-            review = [v for v in routed if v.route == "review"]
-            if review:
-                safety = self._safety_critical(conn, {v.rubric for v in review})
-                bulk_insert(conn, T_QUEUE, [queue_row(
-                    v.item_id, reason=v.route_reason or "review", rubric=v.rubric,
-                    safety_critical=v.item_id in safety or _safety_meta(v),
-                    confidence=(v.calibrated_confidence if v.calibrated_confidence is not None
-                                else v.confidence) if v.label != "unscored" else None,
-                    required=2 if policy is not None and needs_second_annotator(
-                        v.item_id, policy) else 1,
-                    run_id=run_id, now=now) for v in review])
-        return routed
+            if queue:
+                review_queue.enqueue(conn, queue, run_id=run_id, now=now)
 
-    def _route(self, verdicts: list[Verdict], vetoed: set[str], policy: RoutingPolicy) -> None:
-        groups: dict[tuple[str, str, str], list[int]] = {}
-        for i, v in enumerate(verdicts):
-            groups.setdefault((v.rubric or "", v.prompt_hash or "", v.model or ""), []).append(i)
-        for key, idx in groups.items():
-            cal = self.find_calibration(*key) if all(key) else None
-            scored = [i for i in idx if verdicts[i].confidence is not None]
-            calibrated: dict[int, float] = {}
-            if cal is not None and scored:  # one vectorised call per (rubric, prompt, model)
-                values = cal.calibrate(np.array([verdicts[i].confidence for i in scored]),
-                                       np.array([verdicts[i].label == "fail" for i in scored]))
-                calibrated = dict(zip(scored, np.atleast_1d(values).tolist(), strict=True))
-            for i in idx:
-                v = verdicts[i]
-                is_veto = v.overruled or v.route == "veto" or \
-                    v.item_id.rpartition("#")[0] in vetoed
-                r = route_verdict(v, vetoed=is_veto, calibration=cal, policy=policy,
-                                  calibrated=calibrated.get(i))
-                v.route, v.route_reason = r.route, r.reason
-                if is_veto and not v.overruled:
-                    v.overruled = True
-                if r.calibrated_confidence is not None:
-                    v.calibrated_confidence = r.calibrated_confidence
-
-    def _safety_critical(self, conn: Connection, rubrics: set[str | None]) -> set[str]:
-        """Stored safety-critical item ids of these rubrics (few, next to all items)."""
-        stmt = select(T_ITEM.c.item_id).where(T_ITEM.c.safety_critical.is_(True))
-        named = [r for r in rubrics if r]
-        if named and None not in rubrics:
-            stmt = stmt.where(T_ITEM.c.rubric.in_(named))
-        return {r[0] for r in conn.execute(stmt)}
+    def safety_critical_items(self, item_ids: Iterable[str]) -> set[str]:
+        """Which of these stored items are safety-critical. Many ids are answered from the
+        (few) safety-critical items of their rubrics, few ids by their keys."""
+        ids = list(dict.fromkeys(item_ids))
+        out: set[str] = set()
+        with store_errors(self.url), self._read() as conn:
+            rubrics = _rubrics_of(ids) if len(ids) > _CHUNK * 4 else None
+            if rubrics is not None:
+                critical = {r[0] for r in conn.execute(select(T_ITEM.c.item_id).where(
+                    T_ITEM.c.safety_critical.is_(True), T_ITEM.c.rubric.in_(rubrics)))}
+                return critical.intersection(ids)
+            for i in range(0, len(ids), _CHUNK):
+                out.update(r[0] for r in conn.execute(select(T_ITEM.c.item_id).where(
+                    T_ITEM.c.item_id.in_(ids[i:i + _CHUNK]),
+                    T_ITEM.c.safety_critical.is_(True))))
+        return out
 
     def verdicts_for(self, rubric: str | None, prompt_version: str | None = None,
                      model: str | None = None, *, run_id: str | None = None) -> list[Verdict]:
@@ -288,6 +276,19 @@ class Store:
             return {r[0] for r in conn.execute(
                 select(T_VERDICT.c.item_id).where(T_VERDICT.c.run_id == run_id))}
 
+    def run_verdicts(self, run_id: str) -> list[Verdict]:
+        """Every verdict stored for `run_id`, in item order."""
+        with store_errors(self.url), self._read() as conn:
+            rows = conn.execute(select(T_VERDICT).where(T_VERDICT.c.run_id == run_id)
+                                .order_by(T_VERDICT.c.item_id)).mappings().all()
+        return [row_verdict(r) for r in rows]
+
+    def has_verdict(self, run_id: str, item_id: str) -> bool:
+        with store_errors(self.url), self._read() as conn:
+            return conn.execute(select(T_VERDICT.c.id).where(
+                T_VERDICT.c.run_id == run_id, T_VERDICT.c.item_id == item_id)).first() \
+                is not None
+
     def count_verdicts(self, run_id: str | None = None) -> int:
         stmt = select(func.count()).select_from(T_VERDICT)
         if run_id:
@@ -304,8 +305,6 @@ class Store:
     def add_labels(self, labels: Sequence[HumanLabel]) -> int:
         """Append labels in one transaction; exact repeats are skipped (idempotent import).
         Returns how many were added."""
-        from judge.review.queue import record_label
-
         rows = [label_row(lb) for lb in labels]
         added = 0
         with store_errors(self.url), self.engine.begin() as conn:
@@ -318,7 +317,7 @@ class Store:
                     conn.execute(insert_ignore(T_LABEL, self.dialect), list(fresh.values()))
                     added += len(fresh)
                     for r in fresh.values():
-                        record_label(conn, r["item_id"], r["annotator"])
+                        review_queue.record_label(conn, r["item_id"], r["annotator"])
         return added
 
     def labels_for(self, item_ids: Iterable[str] | None = None, *, rubric: str | None = None,
@@ -363,19 +362,17 @@ class Store:
         with store_errors(self.url), self.engine.begin() as conn:
             conn.execute(T_CAL.insert(), [row])
 
-    def find_calibration(self, rubric: str, prompt_hash: str, model: str) -> Any | None:
-        """The newest calibration for (rubric, prompt hash, model), or None. A CalibrationRecord
-        when judge.calibration is installed, else the stored dict. When the database has none,
-        a record committed to git under ./calibration (JUDGE_CALIBRATION_DIR) is used."""
+    def stored_calibration(self, rubric: str, prompt_hash: str,
+                           model: str) -> dict[str, Any] | None:
+        """The newest stored calibration record (its dict) for (rubric, prompt hash, model),
+        or None. judge.calibration.lookup.find_calibration adds the committed files."""
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(
                 select(T_CAL.c.record).where(T_CAL.c.rubric == rubric,
                                              T_CAL.c.prompt_hash == prompt_hash,
                                              T_CAL.c.model == model)
                 .order_by(T_CAL.c.id.desc()).limit(1)).first()
-        if row is None:
-            return _file_calibration(rubric, prompt_hash, model)
-        return _calibration_record(dict(row[0]))
+        return dict(row[0]) if row is not None else None
 
     def calibrations(self) -> list[dict[str, Any]]:
         with store_errors(self.url), self._read() as conn:
@@ -394,22 +391,9 @@ class Store:
         return out
 
 
-def _safety_meta(v: Verdict) -> bool:
-    return str(v.metadata.get("key_sensitivity", "")).replace("_", "-") == "safety-critical"
-
-
-def _calibration_record(data: dict[str, Any]) -> Any:
+def _rubrics_of(item_ids: list[str]) -> set[str] | None:
+    """The rubrics of these item ids (None if one is not an item id)."""
     try:
-        from judge.calibration import CalibrationRecord  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return data
-    return CalibrationRecord.model_validate(data)
-
-
-def _file_calibration(rubric: str, prompt_hash: str, model: str) -> Any | None:
-    """A record from the calibration files in the working directory (judge.calibration.db)."""
-    try:
-        from judge.calibration.files import file_record
-    except ImportError:
+        return {parse_item_id(i)[2] for i in item_ids}
+    except ValueError:
         return None
-    return file_record(rubric, prompt_hash, model)

@@ -63,6 +63,14 @@ def row_label(row: Mapping[Any, Any]) -> HumanLabel:
         created_at=as_utc(row["created_at"]), note=row["note"], metadata=dict(row["meta"] or {}))
 
 
-def canonical_hash(obj: Any) -> str:
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+def canonical_json(obj: Any) -> str:
+    """The JSON text content hashes are taken over (sorted keys, no spaces)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def text_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def canonical_hash(obj: Any) -> str:
+    return text_hash(canonical_json(obj))

@@ -1,215 +1,255 @@
-"""The schema as sqlmodel tables, for the code to query. The database itself is made only by the
-frozen DDL of judge/store/migrations.py; a change here comes with a new migration there, and
-tests/test_store_migrations.py checks that both agree (columns, types, keys, indexes)."""
+"""The schema as SQLAlchemy Core tables, for the code to query (no ORM: the store writes and
+reads rows). The database itself is made only by the frozen DDL of judge/store/migrations.py;
+a change here comes with a new migration there, and tests/test_store_migrations.py checks that
+both agree (columns, types, keys, indexes).
+
+Each table is also reachable as `<Name>Row.__table__`; `metadata` holds them all.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
-from sqlmodel import Field, SQLModel
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
 
 
-def _json() -> Any:
-    return Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+def _str(name: str, *args: Any, nullable: bool = False, **kw: Any) -> Column[Any]:
+    return Column(name, String, *args, nullable=nullable, **kw)
 
 
-def _when(nullable: bool = False) -> Any:
-    return Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=nullable))
+def _json(name: str) -> Column[Any]:
+    return Column(name, JSON, nullable=False)
 
 
-class AppliedMigration(SQLModel, table=True):
-    __tablename__ = "judge_migrations"
-    name: str = Field(primary_key=True)
-    applied_at: datetime = _when()
+def _when(name: str, *, nullable: bool = False) -> Column[Any]:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
 
 
-class TraceRow(SQLModel, table=True):
-    __tablename__ = "traces"
-    trace_id: str = Field(primary_key=True)
-    scenario: str | None = None
-    candidate: dict[str, Any] = _json()
-    meta: dict[str, Any] = _json()
-    n_events: int = 0
-    content_hash: str
-    body: dict[str, Any] = _json()  # the whole trace document (formats §1)
-    created_at: datetime = _when()
+def _int(name: str, *, nullable: bool = False, **kw: Any) -> Column[Any]:
+    return Column(name, Integer, nullable=nullable, **kw)
 
 
-class ScenarioRow(SQLModel, table=True):
-    __tablename__ = "scenarios"
-    content_hash: str = Field(primary_key=True)
-    scenario_id: str = Field(index=True)
-    path: str | None = None
-    text: str
-    created_at: datetime = _when()
+def _bool(name: str) -> Column[Any]:
+    return Column(name, Boolean, nullable=False)
 
 
-class ItemRow(SQLModel, table=True):
-    __tablename__ = "items"
-    item_id: str = Field(primary_key=True)
-    trace_id: str = Field(index=True)
-    seq: int
-    turn: int
-    rubric: str = Field(index=True)
-    kind: str
-    safety_critical: bool = False
-    data: dict[str, Any] = _json()  # Item.to_dict(): goal, ledger snapshot, events slice, target
-    created_at: datetime = _when()
+def _serial() -> Column[Any]:
+    return Column("id", Integer, primary_key=True, autoincrement=True)
 
 
-class PromptRow(SQLModel, table=True):
-    __tablename__ = "prompt_versions"
-    prompt_hash: str = Field(primary_key=True)
-    rubric: str = Field(index=True)
-    version: str
-    description: str | None = None
-    template: str
-    created_at: datetime = _when()
+class _Row:
+    """A named handle on a table (`__table__`), as the migrations refer to tables."""
+
+    __table__: Table
+
+    def __init_subclass__(cls, table: Table, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.__table__ = table
 
 
-class CallRow(SQLModel, table=True):
-    """One provider call; the grading cache (CallCache) is keyed by `cache_key`."""
-
-    __tablename__ = "provider_calls"
-    cache_key: str = Field(primary_key=True)
-    item_id: str = Field(index=True)
-    prompt_hash: str
-    model: str
-    params: dict[str, Any] = _json()
-    request: dict[str, Any] = _json()
-    response_text: str
-    usage: dict[str, Any] = _json()
-    latency_s: float = 0.0
-    raw: dict[str, Any] = _json()
-    created_at: datetime = _when()
+class AppliedMigration(_Row, table=Table(
+        "judge_migrations", metadata,
+        _str("name", primary_key=True),
+        _when("applied_at"))):
+    pass
 
 
-class RunRow(SQLModel, table=True):
-    __tablename__ = "runs"
-    run_id: str = Field(primary_key=True)
-    status: str = "running"  # running | finished | failed | interrupted
-    suite: str | None = None
-    config: dict[str, Any] = _json()
-    summary: dict[str, Any] = _json()
-    started_at: datetime = _when()
-    finished_at: datetime | None = _when(nullable=True)
+class TraceRow(_Row, table=Table(
+        "traces", metadata,
+        _str("trace_id", primary_key=True),
+        _str("scenario", nullable=True),
+        _json("candidate"),
+        _json("meta"),
+        _int("n_events"),
+        _str("content_hash"),
+        _json("body"),  # the whole trace document (formats §1)
+        _when("created_at"))):
+    pass
 
 
-class VerdictRow(SQLModel, table=True):
+class ScenarioRow(_Row, table=Table(
+        "scenarios", metadata,
+        _str("content_hash", primary_key=True),
+        _str("scenario_id", index=True),
+        _str("path", nullable=True),
+        _str("text"),
+        _when("created_at"))):
+    pass
+
+
+class ItemRow(_Row, table=Table(
+        "items", metadata,
+        _str("item_id", primary_key=True),
+        _str("trace_id", index=True),
+        _int("seq"),
+        _int("turn"),
+        _str("rubric", index=True),
+        _str("kind"),
+        _bool("safety_critical"),
+        _json("data"),  # Item.to_dict(): goal, ledger snapshot, events slice, target
+        _when("created_at"))):
+    pass
+
+
+class PromptRow(_Row, table=Table(
+        "prompt_versions", metadata,
+        _str("prompt_hash", primary_key=True),
+        _str("rubric", index=True),
+        _str("version"),
+        _str("description", nullable=True),
+        _str("template"),
+        _when("created_at"))):
+    pass
+
+
+class CallRow(_Row, table=Table(
+        "provider_calls", metadata,
+        _str("cache_key", primary_key=True),  # the grading cache (CallCache) key
+        _str("item_id", index=True),
+        _str("prompt_hash"),
+        _str("model"),
+        _json("params"),
+        _json("request"),
+        _str("response_text"),
+        _json("usage"),
+        Column("latency_s", Float, nullable=False),
+        _json("raw"),
+        _when("created_at"))):
+    """One provider call."""
+
+
+class RunRow(_Row, table=Table(
+        "runs", metadata,
+        _str("run_id", primary_key=True),
+        _str("status"),  # running | finished | failed | interrupted
+        _str("suite", nullable=True),
+        _json("config"),
+        _json("summary"),
+        _when("started_at"),
+        _when("finished_at", nullable=True))):
+    pass
+
+
+class VerdictRow(_Row, table=Table(
+        "verdicts", metadata,
+        _serial(),
+        _str("run_id", ForeignKey("runs.run_id")),
+        _str("item_id"),  # indexed with created_at (migration 0002)
+        _str("rubric", nullable=True),
+        _str("prompt_version", nullable=True),
+        _str("prompt_hash", nullable=True),
+        _str("model", nullable=True),
+        _str("label"),
+        _str("violated_key", nullable=True),
+        _int("evidence_event", nullable=True),
+        Column("confidence", Float, nullable=True),
+        Column("calibrated_confidence", Float, nullable=True),
+        _str("rationale", nullable=True),
+        _str("reason", nullable=True),
+        _bool("overruled"),
+        _str("route", nullable=True),  # veto | review | auto_accept
+        _str("route_reason", nullable=True),
+        _str("raw_completion", nullable=True),
+        _json("meta"),
+        _when("created_at"),
+        UniqueConstraint("run_id", "item_id", name="uq_verdicts_run_item"),
+        Index("ix_verdicts_rubric_prompt_model", "rubric", "prompt_version", "model"))):
     """One verdict of one run; (run_id, item_id) is unique so a resumed run never duplicates."""
 
-    __tablename__ = "verdicts"
-    __table_args__ = (
-        UniqueConstraint("run_id", "item_id", name="uq_verdicts_run_item"),
-        Index("ix_verdicts_rubric_prompt_model", "rubric", "prompt_version", "model"),
-    )
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(foreign_key="runs.run_id")
-    item_id: str  # indexed with created_at (migration 0002)
-    rubric: str | None = None
-    prompt_version: str | None = None
-    prompt_hash: str | None = None
-    model: str | None = None
-    label: str
-    violated_key: str | None = None
-    evidence_event: int | None = None
-    confidence: float | None = None
-    calibrated_confidence: float | None = None
-    rationale: str | None = None
-    reason: str | None = None
-    overruled: bool = False
-    route: str | None = None  # veto | review | auto_accept
-    route_reason: str | None = None
-    raw_completion: str | None = None
-    meta: dict[str, Any] = _json()
-    created_at: datetime = _when()
 
-
-class LabelRow(SQLModel, table=True):
+class LabelRow(_Row, table=Table(
+        "labels", metadata,
+        _serial(),
+        _str("item_id"),
+        _str("label"),  # pass | fail | unsure
+        _str("violated_key", nullable=True),
+        _int("evidence_event", nullable=True),
+        _str("annotator", index=True),
+        _when("created_at"),
+        _str("note", nullable=True),
+        _json("meta"),
+        _str("fingerprint", unique=True),
+        Index("ix_labels_item_annotator", "item_id", "annotator"))):
     """Append-only: a newer label by the same annotator on the same item supersedes the older,
     and both stay. `fingerprint` makes imports idempotent."""
 
-    __tablename__ = "labels"
-    __table_args__ = (Index("ix_labels_item_annotator", "item_id", "annotator"),)
-    id: int | None = Field(default=None, primary_key=True)
-    item_id: str
-    label: str  # pass | fail | unsure
-    violated_key: str | None = None
-    evidence_event: int | None = None
-    annotator: str = Field(index=True)
-    created_at: datetime = _when()
-    note: str | None = None
-    meta: dict[str, Any] = _json()
-    fingerprint: str = Field(unique=True)
 
-
-class QueueRow(SQLModel, table=True):
+class QueueRow(_Row, table=Table(
+        "review_queue", metadata,
+        _str("item_id", primary_key=True),
+        _str("rubric", nullable=True),
+        _str("run_id", nullable=True),
+        _int("verdict_id", nullable=True),
+        _str("reason"),  # invalid verdict | uncalibrated | low confidence | audit
+        _bool("safety_critical"),
+        Column("confidence", Float, nullable=True),  # calibrated, else raw; None if unscored
+        Column("sort_confidence", Float, nullable=False),  # lowest first; unscored sorts as 0
+        _str("state"),  # open | claimed | done
+        _int("required"),
+        _int("n_labelled"),
+        _str("claimed_by", nullable=True),
+        _when("lease_expires_at", nullable=True),
+        _when("created_at"),
+        _when("done_at", nullable=True))):
     """One item waiting for people. `required` distinct annotators must label it (2 when it
     was picked for double labelling); a claim is a lease that expires. The claim-order index
     (state, safety_critical DESC, sort_confidence, item_id) and the partial lease index (claimed
     entries only) are made by the migrations."""
 
-    __tablename__ = "review_queue"
-    item_id: str = Field(primary_key=True)
-    rubric: str | None = None
-    run_id: str | None = None
-    verdict_id: int | None = None
-    reason: str  # invalid verdict | uncalibrated | low confidence | audit
-    safety_critical: bool = False
-    confidence: float | None = None  # calibrated where it exists, else raw; None if unscored
-    sort_confidence: float = 0.0  # ordering key: lowest first; unscored sorts as 0
-    state: str = "open"  # open | claimed | done
-    required: int = 1
-    n_labelled: int = 0
-    claimed_by: str | None = None
-    lease_expires_at: datetime | None = _when(nullable=True)
-    created_at: datetime = _when()
-    done_at: datetime | None = _when(nullable=True)
+
+class CalibrationRow(_Row, table=Table(
+        "calibrations", metadata,
+        _serial(),
+        _str("rubric"),
+        _str("prompt_version", nullable=True),
+        _str("prompt_hash"),
+        _str("model"),
+        Column("threshold", Float, nullable=True),
+        _json("record"),
+        _when("created_at"),
+        Index("ix_calibrations_lookup", "rubric", "prompt_hash", "model"))):
+    pass
 
 
-class CalibrationRow(SQLModel, table=True):
-    __tablename__ = "calibrations"
-    __table_args__ = (Index("ix_calibrations_lookup", "rubric", "prompt_hash", "model"),)
-    id: int | None = Field(default=None, primary_key=True)
-    rubric: str
-    prompt_version: str | None = None
-    prompt_hash: str
-    model: str
-    threshold: float | None = None
-    record: dict[str, Any] = _json()
-    created_at: datetime = _when()
+ALL_TABLES: list[type[_Row]] = [AppliedMigration, TraceRow, ScenarioRow, ItemRow, PromptRow,
+                                CallRow, RunRow, VerdictRow, LabelRow, QueueRow, CalibrationRow]
 
 
-ALL_TABLES = [AppliedMigration, TraceRow, ScenarioRow, ItemRow, PromptRow, CallRow, RunRow,
-              VerdictRow, LabelRow, QueueRow, CalibrationRow]
-
-
-class WorkRow(SQLModel, table=True):
+class WorkRow(_Row, table=Table(
+        "grading_work", metadata,
+        _serial(),
+        _str("run_id", index=True),
+        _str("item_id"),
+        _str("rubric"),
+        _str("state"),  # queued | leased | done
+        _bool("vetoed"),
+        _str("lease_owner", nullable=True),
+        _when("lease_expires_at", nullable=True),
+        _int("attempts"),
+        _when("updated_at"),
+        UniqueConstraint("run_id", "item_id", name="uq_grading_work_run_item"),
+        Index("ix_grading_work_claim", "state", "lease_expires_at", "id"))):
     """Grading work of a distributed run, leased by `judge worker` processes (migration 0003)."""
 
-    __tablename__ = "grading_work"
-    __table_args__ = (
-        UniqueConstraint("run_id", "item_id", name="uq_grading_work_run_item"),
-        Index("ix_grading_work_claim", "state", "lease_expires_at", "id"),
-    )
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True)
-    item_id: str
-    rubric: str
-    state: str = "queued"  # queued | leased | done
-    vetoed: bool = False
-    lease_owner: str | None = None
-    lease_expires_at: datetime | None = _when(nullable=True)
-    attempts: int = 0
-    updated_at: datetime = _when()
 
-
-class MemoRow(SQLModel, table=True):
+class MemoRow(_Row, table=Table(
+        "render_memo", metadata,
+        _str("memo_key", primary_key=True),
+        _str("cache_key"))):
     """Render memo (migration 0005): an item's digest → the call already made for it, so a
     cached rerun finds its answer without rendering the prompt again."""
-
-    __tablename__ = "render_memo"
-    memo_key: str = Field(primary_key=True)
-    cache_key: str

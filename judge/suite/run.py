@@ -1,4 +1,5 @@
-"""Run a suite: deterministic checks, item extraction, grading, routing, storing, the gate.
+"""Run a suite: its traces through the grading pipeline (judge.pipeline), then the summary and
+the release gate.
 
 Everything is stored as it happens (traces, items, each provider call before its verdict,
 verdicts in small batches), so a run killed at any point resumes with `--resume RUN_ID`
@@ -7,32 +8,26 @@ without repeating a stored provider call or duplicating a verdict.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from judge.checks import CheckReport, run_checks
-from judge.errors import InputError
-from judge.formats import Verdict
-from judge.grading.engine import GradingStats, grade_items
-from judge.grading.writebehind import WriteBehindCache
-from judge.items import Item, extract_items
+from judge.errors import InputError, StoreError
+from judge.grading.engine import GradingStats
+from judge.items import Item
+from judge.pipeline.collect import Checker, Source, TraceChecked
+from judge.pipeline.grade import GradeOptions, Hooks, grade_traces
 from judge.providers.base import Provider
-from judge.routing import UNCALIBRATED, RoutingPolicy
+from judge.providers.registry import make_provider
+from judge.routing import RoutingPolicy
 from judge.settings import Settings
-from judge.store.repo import Store
-from judge.suite.cluster import cluster_failures, minimal_slice
-from judge.suite.gate import JudgeContribution, TraceOutcome, evaluate_gate
-from judge.suite.plan import Plan, PlannedScenario, iter_source
-from judge.suite.results import run_verdicts
+from judge.suite.plan import Plan, iter_source
+from judge.suite.summary import Outcomes, summarize
 
-FLUSH_EVERY = 64
-COLLECT_CHUNK = 8
-FLUSH_SECONDS = 1.0
+if TYPE_CHECKING:
+    from judge.store import Store
 
 
 @dataclass
@@ -48,261 +43,137 @@ class RunOptions:
     local_worker: bool = True
     wait_timeout_s: float = 24 * 3600.0
 
+    @property
+    def policy(self) -> RoutingPolicy:
+        return RoutingPolicy(audit_share=self.audit_share, double_share=self.double_share)
+
 
 @dataclass
-class Collected:
-    """What the deterministic pass over the suite's traces produced."""
+class RunHooks:
+    """Progress callbacks: the run started with `n` items already graded (a resume); a trace
+    was checked; the number of items found so far; `n` verdicts were stored."""
 
-    outcomes: list[TraceOutcome] = field(default_factory=list)
-    items: dict[str, list[Item]] = field(default_factory=lambda: defaultdict(list))
-    vetoed: set[str] = field(default_factory=set)
-    slices: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    errors: list[InputError] = field(default_factory=list)
-    expected: dict[str, int | None] = field(default_factory=dict)
-
-
-def _outcome(report: CheckReport) -> TraceOutcome:
-    first = report.first_divergence
-    return TraceOutcome(
-        trace_id=report.trace_id, scenario_id=report.scenario_id, eligible=report.eligible,
-        quality=report.quality_score,
-        safety_critical_failures=len(report.vetoes),
-        first_divergence=first.to_dict() if first else None,
-        diagnosis=report.diagnosis())
+    on_start: Callable[[int], None] | None = None
+    on_trace: Callable[[], None] | None = None
+    on_items: Callable[[int], None] | None = None
+    on_verdicts: Callable[[int], None] | None = None
 
 
-def _from_turn(ps: PlannedScenario, report: CheckReport, div_turn: int) -> int:
-    """The turn of the last passing checkpoint before the divergence (else the turn before)."""
-    failed_turns = {f.turn for f in report.failures if f.check.startswith("checkpoint")}
-    passing = [cp.after_turn for cp in ps.loaded.scenario.checkpoints
-               if cp.after_turn < div_turn and cp.after_turn not in failed_turns]
-    return max(passing) if passing else max(div_turn - 1, 0)
+class SuiteInterrupted(Exception):
+    """SIGINT during a run: everything graded so far is stored; the run is resumable."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id} interrupted")
+        self.run_id = run_id
 
 
-def collect(plan: Plan, store: Store, on_trace: Callable[[], None] | None = None,
-            on_items: Callable[[list[Item]], None] | None = None,
-            chunk: int = COLLECT_CHUNK, vetoed_out: set[str] | None = None) -> Collected:
-    """Check every trace, extract its judge items, and store traces, scenarios and items.
+@dataclass
+class _Observed:
+    outcomes: Outcomes = field(default_factory=Outcomes)
+    on_trace: Callable[[], None] | None = None
 
-    Items are stored (and handed to `on_items`, e.g. to start grading them) every `chunk`
-    traces, after their traces' checks, so a verdict is routed knowing its trace's veto.
-    """
-    out = Collected()
-    if vetoed_out is not None:
-        out.vetoed = vetoed_out  # shared, so a caller sees vetoes as they are found
-    pending: list[Item] = []
-
-    def flush() -> None:
-        if pending:
-            store.save_items(pending)
-            if on_items is not None:
-                on_items(list(pending))
-            pending.clear()
-
-    n = 0
-    for ps in plan.scenarios:
-        sc = ps.loaded.scenario
-        out.expected[sc.id] = ps.repetitions
-        text = Path(ps.loaded.file).read_text(encoding="utf-8")
-        store.save_scenario(sc.id, text, ps.loaded.file)
-        for src in ps.sources:
-            for trace in iter_source(src, out.errors):
-                try:
-                    report = run_checks(ps.loaded, trace)
-                except InputError as exc:  # e.g. a trace of another scenario
-                    out.errors.append(exc)
-                    continue
-                outcome = _outcome(report)
-                outcome.scenario_id = sc.id
-                out.outcomes.append(outcome)
-                store.save_trace(trace)
-                if report.vetoed:
-                    out.vetoed.add(trace.trace_id)
-                first = report.first_divergence
-                if first is not None and first.seq is not None:
-                    events = [e.model_dump(mode="json", exclude_none=True)
-                              for e in trace.events]
-                    out.slices[trace.trace_id] = minimal_slice(
-                        events, _from_turn(ps, report, first.turn or 0), first.seq)
-                if ps.rubrics:
-                    for item in extract_items(ps.loaded, trace, ps.rubrics):
-                        out.items[item.rubric].append(item)
-                        pending.append(item)
-                n += 1
-                if n % chunk == 0:
-                    flush()
-                if on_trace is not None:
-                    on_trace()
-    flush()
-    return out
+    def __call__(self, tc: TraceChecked) -> None:
+        self.outcomes(tc)
+        if self.on_trace is not None:
+            self.on_trace()
 
 
-class _Sink:
-    """Buffers verdicts and stores them (routed) in small transactions."""
+@dataclass(frozen=True)
+class Resumed:
+    """What a stored run was started with: its manifest (None: not a `judge run`), suite and
+    model spec."""
 
-    def __init__(self, store: Store, run_id: str, vetoed: set[str], policy: RoutingPolicy,
-                 on_stored: Callable[[int], None] | None,
-                 calls: WriteBehindCache | None = None) -> None:
-        self.store, self.run_id, self.vetoed, self.policy = store, run_id, vetoed, policy
-        self.calls = calls  # flushed first: a verdict is never stored before its call
-        self.buf: list[Verdict] = []
-        self.last = time.monotonic()
-        self.on_stored = on_stored
-
-    def add(self, v: Verdict) -> None:
-        self.buf.append(v)
-        if len(self.buf) >= FLUSH_EVERY or time.monotonic() - self.last > FLUSH_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.buf:
-            if self.calls is not None:
-                self.calls.flush()
-            batch, self.buf = self.buf, []
-            self.store.save_verdicts(batch, self.run_id, vetoed_traces=self.vetoed,
-                                     policy=self.policy)
-            if self.on_stored is not None:
-                self.on_stored(len(batch))
-        self.last = time.monotonic()
+    manifest: Path | None
+    suite: str | None
+    model: str | None
 
 
-def grade_pending(plan: Plan, collected: Collected, store: Store, run_id: str,
-                  provider: Provider, settings: Settings, opts: RunOptions,
-                  on_stored: Callable[[int], None] | None = None,
-                  batch_counts: dict[str, int] | None = None) -> GradingStats:
-    """Grade every item of the run that has no stored verdict yet."""
-    done = store.stored_item_ids(run_id)
-    batch_counts = batch_counts if batch_counts is not None else {}
-    policy = RoutingPolicy(audit_share=opts.audit_share, double_share=opts.double_share)
-    calls = WriteBehindCache(store.calls)
-    sink = _Sink(store, run_id, collected.vetoed, policy, on_stored, calls)
-    stats = GradingStats()
-    for rubric, items in collected.items.items():
-        pending = [it for it in items if it.item_id not in done]
-        if not pending:
-            continue
-        prompt = plan.prompts[rubric]
-        store.save_prompt(prompt)
-        if opts.batch and not opts.replay_only:
-            from judge.suite.batch import prefill_by_batch
-
-            counts = prefill_by_batch(store, run_id, rubric, prompt, pending, provider,
-                                      settings.model_params(),
-                                      redaction=settings.redaction(),
-                                      poll_base_delay=opts.batch_poll_s)
-            for k, v in counts.items():
-                batch_counts[k] = batch_counts.get(k, 0) + v
-        try:
-            asyncio.run(grade_items(
-                pending, prompt, provider, calls, params=settings.model_params(),
-                concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
-                replay_only=opts.replay_only, on_result=sink.add, stats=stats,
-                redaction=settings.redaction()))
-        finally:
-            sink.flush()
-    calls.close()
-    return stats
+def resumed(store: Store, run_id: str) -> Resumed:
+    """The stored run `run_id`'s manifest, suite and model (InputError if there is none)."""
+    stored = store.get_run(run_id)
+    if stored is None:
+        raise InputError(f"no run '{run_id}' in {store.where}")
+    config = stored.get("config") or {}
+    manifest = config.get("manifest")
+    return Resumed(Path(manifest) if manifest else None, config.get("suite"),
+                   config.get("model"))
 
 
-def summarize(plan: Plan, collected: Collected, store: Store, run_id: str,
-              judge_name: str, model_spec: str, stats: GradingStats | None,
-              opts: RunOptions) -> dict[str, Any]:
-    """The run's summary: per-scenario pass counts, clusters, judge contribution, gate."""
-    verdicts = run_verdicts(store, run_id)
-    judge = JudgeContribution(judge=judge_name, items=len(verdicts))
-    per_trace: dict[str, list[Verdict]] = defaultdict(list)
-    for v in verdicts:
-        per_trace[v.item_id.rpartition("#")[0]].append(v)
-        if v.label == "unscored":
-            judge.unscored += 1
-        if v.overruled:
-            judge.overruled += 1
-        if v.route == "review":
-            judge.review += 1
-        elif v.route == "auto_accept":
-            judge.auto_accepted += 1
-        if v.label == "fail":
-            judge.fails += 1
-        if v.route_reason == UNCALIBRATED:
-            judge.uncalibrated += 1
-    if stats is not None:
-        judge.provider_calls = stats.provider_calls
-        judge.cached = stats.cache_hits
-    for o in collected.outcomes:
-        vs = per_trace.get(o.trace_id, [])
-        o.judge_fails = sum(1 for v in vs if v.label == "fail" and v.route == "auto_accept")
-        o.judge_pending = sum(1 for v in vs if v.route == "review")
-    gate = evaluate_gate(collected.outcomes, judge, plan.suite.release, collected.expected,
-                         require_calibrated=opts.require_calibrated)
-    clusters = cluster_failures(collected.outcomes, collected.slices)
-    return {
-        "run_id": run_id,
-        "suite": plan.suite_name,
-        "manifest": str(plan.manifest_path),
-        "judge": {"name": judge_name, "model": model_spec,
-                  "items": judge.items, "auto_accepted": judge.auto_accepted,
-                  "review": judge.review, "unscored": judge.unscored,
-                  "overruled": judge.overruled, "fails": judge.fails,
-                  "uncalibrated": judge.uncalibrated, "review_share": judge.review_share,
-                  "provider_calls": judge.provider_calls, "cache_hits": judge.cached},
-        "gate": gate.to_dict(),
-        "scenarios": {s: {"passed": p, "total": t, "text": f"{p}/{t}"}
-                      for s, (p, t) in gate.scenario_pass.items()},
-        "clusters": [c.to_dict() for c in clusters],
-        "traces": [{"trace_id": o.trace_id, "scenario": o.scenario_id, "passed": o.passed,
-                    "eligible": o.eligible, "quality": o.quality,
-                    "safety_critical_failures": o.safety_critical_failures,
-                    "judge_fails": o.judge_fails, "judge_pending": o.judge_pending,
-                    "first_divergence": o.first_divergence} for o in collected.outcomes],
-        "input_errors": [e.message for e in collected.errors],
-        "uncalibrated_note": (f"{judge.uncalibrated} verdict(s) came from a prompt/model with "
-                              "no calibration record; all were sent to human review"
-                              if judge.uncalibrated else None),
-    }
+def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
+    """The summary stored on a finished run (InputError if there is no such run, or it has
+    not finished)."""
+    stored = store.get_run(run_id)
+    if stored is None:
+        raise InputError(f"no run '{run_id}' in {store.where}")
+    summary = stored.get("summary") or {}
+    if not summary:
+        raise InputError(f"run '{run_id}' has no summary yet (status {stored['status']}; "
+                         f"finish it with judge run --resume {run_id})")
+    return dict(summary)
 
 
-def check_and_grade(plan: Plan, store: Store, run_id: str, provider: Provider,
-                    settings: Settings, opts: RunOptions,
-                    on_trace: Callable[[], None] | None = None,
-                    on_items_total: Callable[[int], None] | None = None,
-                    on_stored: Callable[[int], None] | None = None,
-                    ) -> tuple[Collected, GradingStats]:
-    """Check the suite's traces and grade their items, overlapping the two.
+def sources(plan: Plan, errors: list[InputError]) -> list[Source]:
+    """The plan's traces, scenario by scenario (read lazily; bad traces go to `errors`)."""
+    return [Source(ps.loaded, (t for src in ps.sources for t in iter_source(src, errors)),
+                   ps.rubrics) for ps in plan.scenarios]
 
-    Batch mode needs every item before it submits, so it checks first, then grades.
-    """
-    from judge.suite.pipeline import PipelinedGrader
 
-    if opts.batch:
-        collected = collect(plan, store, on_trace)
-        if on_items_total is not None:
-            on_items_total(sum(len(v) for v in collected.items.values()))
-        stats = grade_pending(plan, collected, store, run_id, provider, settings, opts,
-                              on_stored=on_stored)
-        return collected, stats
-    policy = RoutingPolicy(audit_share=opts.audit_share, double_share=opts.double_share)
-    vetoed: set[str] = set()  # filled by collect before a vetoed trace's items are graded
-    calls = WriteBehindCache(store.calls)
-    sink = _Sink(store, run_id, vetoed, policy, on_stored, calls)
-    for rubric in {r for ps in plan.scenarios for r in ps.rubrics}:
-        store.save_prompt(plan.prompts[rubric])
-    grader = PipelinedGrader(calls, plan.prompts, provider, settings,
-                             replay_only=opts.replay_only, on_result=sink.add,
-                             skip=store.stored_item_ids(run_id))
-    total = 0
-
-    def on_items(items: list[Item]) -> None:
-        nonlocal total
-        total += len(items)
-        if on_items_total is not None:
-            on_items_total(total)
-        grader.submit(items)
-
+def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, model_spec: str,
+              hooks: RunHooks | None = None) -> dict[str, Any]:
+    """Check, grade, route and store the suite's traces as one run (or continue
+    `opts.resume`); returns the summary, also stored on the run. SuiteInterrupted on SIGINT."""
+    hooks = hooks or RunHooks()
+    provider = make_provider(model_spec, settings)  # ConfigError before any call
+    run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
+        "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
+        "model": model_spec, "replay_only": opts.replay_only})
+    if hooks.on_start is not None:
+        hooks.on_start(len(store.stored_item_ids(run_id)))
+    errors: list[InputError] = []
+    observed = _Observed(on_trace=hooks.on_trace)
+    used = {r: plan.prompts[r] for ps in plan.scenarios for r in ps.rubrics}
     try:
-        collected = collect(plan, store, on_trace, on_items=on_items, vetoed_out=vetoed)
-        stats = grader.wait()
-    finally:
-        grader.close()
-        sink.flush()
-        calls.close()
-    return collected, stats
+        if opts.distributed:
+            checked = Checker(sources(plan, errors), store, errors=errors,
+                              on_checked=observed, keep_events=True).run()
+            stats = _distributed(store, run_id, checked.items, checked.vetoes, provider,
+                                 settings, opts)
+        else:
+            graded = grade_traces(
+                sources(plan, errors), prompts=used, provider=provider, settings=settings,
+                store=store, run_id=run_id, errors=errors,
+                options=GradeOptions(replay_only=opts.replay_only, policy=opts.policy,
+                                     batch=opts.batch, batch_poll_s=opts.batch_poll_s),
+                hooks=Hooks(on_checked=observed, on_items=hooks.on_items,
+                            on_verdicts=hooks.on_verdicts))
+            stats = graded.stats
+    except KeyboardInterrupt:
+        store.finish_run(run_id, status="interrupted")
+        raise SuiteInterrupted(run_id) from None
+    summary = summarize(plan, observed.outcomes, errors, store, run_id, provider.display_name,
+                        model_spec, stats, require_calibrated=opts.require_calibrated)
+    store.finish_run(run_id, status="finished", summary=summary)
+    return summary
+
+
+def _distributed(store: Store, run_id: str, items: Sequence[Item], vetoed: Collection[str],
+                 provider: Provider,
+                 settings: Settings, opts: RunOptions) -> GradingStats:
+    """Queue the run's items for `judge worker` processes, work alongside them (unless
+    --no-local-worker) and wait until every item is graded."""
+    from judge.pipeline.worker import RunProviders, enqueue_run, work_loop
+
+    enqueue_run(store, run_id, items, vetoed)
+    stats = GradingStats()
+    if opts.local_worker:
+        stats = work_loop(store, RunProviders(store, settings, provider), settings,
+                          run_id=run_id, stop_when_run_done=True, idle_exit_s=1e9,
+                          policy=opts.policy)
+    deadline = time.monotonic() + opts.wait_timeout_s
+    while (left := store.work.outstanding(run_id)) > 0:
+        if time.monotonic() > deadline:
+            raise StoreError(f"{left} item(s) of run {run_id} still leased by workers after "
+                             f"{opts.wait_timeout_s:.0f} s; resume with judge run --resume "
+                             f"{run_id}")
+        time.sleep(0.5)
+    return stats

@@ -1,0 +1,182 @@
+"""`judge worker` and `judge run --distributed`: grade work leased from a shared database.
+
+A distributed run stores its items and queues one work row per item (`enqueue_run`).
+Workers lease rows in chunks (judge.store.work_queue), grade them through the same pool,
+call cache, router and sink as `judge run`, and mark the rows done once their verdicts are
+stored. A killed worker's lease expires and another worker takes its rows; the verdicts'
+unique (run_id, item_id) and the call cache make a re-graded row cost nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from collections.abc import Callable, Collection, Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+from judge.formats import Verdict, parse_item_id
+from judge.grading.engine import GradingStats, ItemGrader
+from judge.items import Item
+from judge.pipeline.pool import GradingPool, Job
+from judge.pipeline.route import Router
+from judge.pipeline.sink import VerdictSink
+from judge.prompts import Prompt, load_prompt
+from judge.providers.base import Provider
+from judge.providers.ratelimit import RateLimiter
+from judge.routing import RoutingPolicy
+from judge.settings import Settings
+from judge.store.work_queue import DEFAULT_LEASE_S, WorkItem
+
+if TYPE_CHECKING:
+    from judge.store import Store
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def enqueue_run(store: Store, run_id: str, items: Sequence[Item],
+                vetoed: Collection[str]) -> int:
+    """One work row per item of the run not graded yet (idempotent)."""
+    done = store.stored_item_ids(run_id)
+    return store.work.enqueue(run_id, [(it.item_id, it.rubric, it.trace_id in vetoed)
+                                       for it in items if it.item_id not in done])
+
+
+def work_loop(store: Store, provider_for: Callable[[str], Provider], settings: Settings, *,
+              run_id: str | None = None, lease_s: float = DEFAULT_LEASE_S,
+              idle_exit_s: float = 5.0, poll_s: float = 0.5,
+              policy: RoutingPolicy | None = None, owner: str | None = None,
+              stop_when_run_done: bool = False) -> GradingStats:
+    """Claim, grade, store, repeat; stop after `idle_exit_s` with nothing to claim (or, with
+    `stop_when_run_done`, when no work of `run_id` is left). Up to `concurrency` items are
+    graded at once and about as many more are claimed ahead, so the pool never drains
+    between claims."""
+    worker = _Worker(store, provider_for, settings, lease_s=lease_s,
+                     policy=policy or RoutingPolicy(), owner=owner or worker_name())
+    return asyncio.run(worker.run(run_id, idle_exit_s, poll_s, stop_when_run_done))
+
+
+class _Worker:
+    def __init__(self, store: Store, provider_for: Callable[[str], Provider],
+                 settings: Settings, *, lease_s: float, policy: RoutingPolicy,
+                 owner: str) -> None:
+        self.store, self.settings, self.owner = store, settings, owner
+        self.provider_for = provider_for
+        self.lease_s = lease_s
+        self.stats = GradingStats()
+        self.prompts: dict[str, Prompt] = {}
+        self.providers: dict[str, Provider] = {}
+        self.graders: dict[tuple[str, str], ItemGrader] = {}
+        self.leased: dict[tuple[str, str], WorkItem] = {}
+        self.sink = VerdictSink(store, Router(store, policy), on_stored=self._stored)
+        self.progress = asyncio.Event()
+
+    def _stored(self, run_id: str, verdicts: list[Verdict]) -> None:
+        done = [w for v in verdicts if (w := self.leased.pop((run_id, v.item_id), None))]
+        self.store.work.complete(done)
+
+    def _on_verdict(self, job: Job, verdict: Verdict) -> None:
+        self.progress.set()
+        self.sink.add(job.run_id, verdict)
+
+    def _grader(self, run_id: str, rubric: str) -> ItemGrader:
+        key = (run_id, rubric)
+        if key not in self.graders:
+            if rubric not in self.prompts:
+                self.prompts[rubric] = load_prompt(rubric)
+            if run_id not in self.providers:
+                self.providers[run_id] = self.provider_for(run_id)
+            provider = self.providers[run_id]
+            s = self.settings
+            limiter = RateLimiter(s.rpm) if s.rpm and provider.remote else None
+            self.graders[key] = ItemGrader(
+                self.prompts[rubric], provider, self.store.calls, params=s.model_params(),
+                retries=s.retries, limiter=limiter, redaction=s.redaction(), stats=self.stats)
+        return self.graders[key]
+
+    def _take(self, pool: GradingPool, claimed: list[WorkItem]) -> None:
+        data = self.store.get_items(w.item_id for w in claimed)
+        finished = []
+        for w in claimed:
+            item = data.get(w.item_id)
+            if item is None or self.store.has_verdict(w.run_id, w.item_id):
+                finished.append(w)  # nothing to grade, or graded before a lease expired
+                continue
+            if w.vetoed:
+                self.sink.vetoed.add(_trace_of(w.item_id))
+            self.leased[(w.run_id, w.item_id)] = w
+            it = Item.from_dict(item)
+            self.sink.safety[it.item_id] = it.safety_critical
+            pool.put(Job(w.run_id, it, self._grader(w.run_id, w.rubric)))
+        self.store.work.complete(finished)
+
+    async def run(self, run_id: str | None, idle_exit_s: float, poll_s: float,
+                  stop_when_run_done: bool) -> GradingStats:
+        concurrency = self.settings.concurrency
+        pool = GradingPool(concurrency, self._on_verdict)
+        grading = asyncio.create_task(pool.run())
+        ahead = concurrency * 2
+        idle_since: float | None = None
+        try:
+            while not grading.done():
+                want = ahead - pool.pending
+                claimed = self.store.work.claim(self.owner, want, run_id=run_id,
+                                                lease_s=self.lease_s) if want > 0 else []
+                if claimed:
+                    idle_since = None
+                    self._take(pool, claimed)
+                if pool.pending:
+                    self.sink.tick()
+                    self.progress.clear()
+                    if pool.pending >= ahead or not claimed:
+                        with suppress(TimeoutError):
+                            await asyncio.wait_for(self.progress.wait(), poll_s)
+                    else:
+                        await asyncio.sleep(0)
+                    continue
+                self.sink.flush()  # nothing in hand: store (and complete) what is graded
+                if stop_when_run_done and run_id is not None and \
+                        self.store.work.outstanding(run_id) == 0:
+                    break
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= idle_exit_s:
+                    break
+                await asyncio.sleep(poll_s)
+            pool.close()
+            await grading
+        finally:
+            if not grading.done():
+                grading.cancel()
+                with suppress(asyncio.CancelledError):
+                    await grading
+            self.sink.flush()
+            for provider in self.providers.values():
+                await provider.aclose()
+        return self.stats
+
+
+def _trace_of(item_id: str) -> str:
+    try:
+        return parse_item_id(item_id)[0]
+    except ValueError:
+        return item_id
+
+
+class RunProviders:
+    """One provider per run, built from the model spec stored on the run (or `fixed`)."""
+
+    def __init__(self, store: Store, settings: Settings, fixed: Provider | None = None) -> None:
+        self.store, self.settings, self.fixed = store, settings, fixed
+
+    def __call__(self, run_id: str) -> Provider:
+        if self.fixed is not None:
+            return self.fixed
+        from judge.providers.registry import default_model_spec, make_provider
+
+        run = self.store.get_run(run_id) or {}
+        spec = (run.get("config") or {}).get("model") or default_model_spec(self.settings)
+        return make_provider(spec, self.settings)

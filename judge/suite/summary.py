@@ -1,0 +1,116 @@
+"""A suite run's summary: per-scenario pass counts, failure clusters, the judge's share, and
+the release gate, from the checks' outcomes and the run's stored verdicts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from judge.checks import CheckReport
+from judge.errors import InputError
+from judge.formats import Verdict, parse_item_id
+from judge.grading.engine import GradingStats
+from judge.ledger import LoadedScenario
+from judge.pipeline.collect import TraceChecked
+from judge.routing import UNCALIBRATED
+from judge.suite.cluster import cluster_failures, minimal_slice
+from judge.suite.gate import JudgeContribution, TraceOutcome, evaluate_gate
+from judge.suite.plan import Plan
+
+if TYPE_CHECKING:
+    from judge.store import Store
+
+
+class Outcomes:
+    """Records each checked trace's outcome and, for a failing one, the minimal slice up to
+    its first divergence (the pipeline's `on_checked` hook)."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[TraceOutcome] = []
+        self.slices: dict[str, list[dict[str, Any]]] = {}
+
+    def __call__(self, tc: TraceChecked) -> None:
+        report, loaded = tc.report, tc.scenario
+        assert loaded is not None
+        first = report.first_divergence
+        self.outcomes.append(TraceOutcome(
+            trace_id=report.trace_id, scenario_id=loaded.scenario.id, eligible=report.eligible,
+            quality=report.quality_score, safety_critical_failures=len(report.vetoes),
+            first_divergence=first.to_dict() if first else None,
+            diagnosis=report.diagnosis()))
+        if first is not None and first.seq is not None and tc.events is not None:
+            self.slices[report.trace_id] = minimal_slice(
+                tc.events, _from_turn(loaded, report, first.turn or 0), first.seq)
+
+
+def _from_turn(loaded: LoadedScenario, report: CheckReport, div_turn: int) -> int:
+    """The turn of the last passing checkpoint before the divergence (else the turn before)."""
+    failed_turns = {f.turn for f in report.failures if f.check.startswith("checkpoint")}
+    passing = [cp.after_turn for cp in loaded.scenario.checkpoints
+               if cp.after_turn < div_turn and cp.after_turn not in failed_turns]
+    return max(passing) if passing else max(div_turn - 1, 0)
+
+
+def _trace_of(item_id: str) -> str:
+    try:
+        return parse_item_id(item_id)[0]
+    except ValueError:
+        return item_id
+
+
+def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: Store,
+              run_id: str, judge_name: str, model_spec: str, stats: GradingStats | None, *,
+              require_calibrated: bool) -> dict[str, Any]:
+    """The run's summary (stored on the run; `judge report run` renders it)."""
+    verdicts = store.run_verdicts(run_id)
+    judge = JudgeContribution(judge=judge_name, items=len(verdicts))
+    per_trace: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        per_trace[_trace_of(v.item_id)].append(v)
+        if v.label == "unscored":
+            judge.unscored += 1
+        if v.overruled:
+            judge.overruled += 1
+        if v.route == "review":
+            judge.review += 1
+        elif v.route == "auto_accept":
+            judge.auto_accepted += 1
+        if v.label == "fail":
+            judge.fails += 1
+        if v.route_reason == UNCALIBRATED:
+            judge.uncalibrated += 1
+    if stats is not None:
+        judge.provider_calls = stats.provider_calls
+        judge.cached = stats.cache_hits
+    for o in outcomes.outcomes:
+        vs = per_trace.get(o.trace_id, [])
+        o.judge_fails = sum(1 for v in vs if v.label == "fail" and v.route == "auto_accept")
+        o.judge_pending = sum(1 for v in vs if v.route == "review")
+    expected = {ps.loaded.scenario.id: ps.repetitions for ps in plan.scenarios}
+    gate = evaluate_gate(outcomes.outcomes, judge, plan.suite.release, expected,
+                         require_calibrated=require_calibrated)
+    clusters = cluster_failures(outcomes.outcomes, outcomes.slices)
+    return {
+        "run_id": run_id,
+        "suite": plan.suite_name,
+        "manifest": str(plan.manifest_path),
+        "judge": {"name": judge_name, "model": model_spec,
+                  "items": judge.items, "auto_accepted": judge.auto_accepted,
+                  "review": judge.review, "unscored": judge.unscored,
+                  "overruled": judge.overruled, "fails": judge.fails,
+                  "uncalibrated": judge.uncalibrated, "review_share": judge.review_share,
+                  "provider_calls": judge.provider_calls, "cache_hits": judge.cached},
+        "gate": gate.to_dict(),
+        "scenarios": {s: {"passed": p, "total": t, "text": f"{p}/{t}"}
+                      for s, (p, t) in gate.scenario_pass.items()},
+        "clusters": [c.to_dict() for c in clusters],
+        "traces": [{"trace_id": o.trace_id, "scenario": o.scenario_id, "passed": o.passed,
+                    "eligible": o.eligible, "quality": o.quality,
+                    "safety_critical_failures": o.safety_critical_failures,
+                    "judge_fails": o.judge_fails, "judge_pending": o.judge_pending,
+                    "first_divergence": o.first_divergence} for o in outcomes.outcomes],
+        "input_errors": [e.message for e in errors],
+        "uncalibrated_note": (f"{judge.uncalibrated} verdict(s) came from a prompt/model with "
+                              "no calibration record; all were sent to human review"
+                              if judge.uncalibrated else None),
+    }
