@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -88,13 +90,29 @@ def insert_ignore(table: Any, dialect: str) -> Any:
     return sqlite_insert(table).on_conflict_do_nothing()
 
 
+def _wal(cur: Any, busy_timeout_ms: int) -> None:
+    """Put the database in WAL mode (persistent: a no-op once it is). Switching needs an
+    exclusive lock, and SQLite answers "database is locked" at once, without waiting out the
+    busy timeout, when another connection is switching the same new file at that moment; so
+    wait here, up to the busy timeout."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
+
+
 def _sqlite_pragmas(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys = ON")
-        cur.execute("PRAGMA journal_mode = WAL")
+        _wal(cur, busy_timeout_ms)
         cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk writes keep indexes in memory
         cur.close()
