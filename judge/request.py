@@ -17,7 +17,7 @@ providers, which never read it, pay nothing for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -39,23 +39,53 @@ class ModelParams:
 
 @dataclass(frozen=True)
 class Redaction:
-    """What to keep from a judge beyond the trace's own `candidate` fields.
+    """What to keep from a judge beyond the built-in rules (judge.redaction: secrets, card
+    numbers, SSNs, email/phone pseudonyms, vendor and model names) and the trace's own
+    `candidate` fields.
 
-    `identity_patterns` are case-insensitive regexes (e.g. r"gpt-4o\\S*", "support-bot");
-    `extra_identity` are literal names. `secrets=False` turns secret redaction off (tests).
+    `identity_patterns` are case-insensitive regexes (e.g. r"acmebot-\\d+");
+    `extra_identity` literal names of the system under test; `secret_patterns` regexes
+    whose whole match is a secret of the user's own shape; `allow` exact values the judge
+    must see (an order id that looks like a key). `secrets=False` turns secret redaction off
+    (tests); card numbers and SSNs are redacted regardless. Settings give the global part;
+    a scenario's `redaction:` block adds to it per item (`with_extra`).
     """
 
     identity_patterns: Sequence[str] = field(default_factory=tuple)
     extra_identity: Sequence[str] = field(default_factory=tuple)
     secrets: bool = True
+    secret_patterns: Sequence[str] = field(default_factory=tuple)
+    allow: Sequence[str] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        for p in self.identity_patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ConfigError(f"identity pattern {p!r} is not a valid regular expression "
-                                  f"({exc})") from None
+        for name in ("identity_patterns", "extra_identity", "secret_patterns", "allow"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ConfigError(f"redaction {name}: expected a list of strings, got a string")
+            object.__setattr__(self, name, tuple(value))  # hashable: one scrubber config each
+        for kind, patterns in (("identity", self.identity_patterns),
+                               ("secret", self.secret_patterns)):
+            for p in patterns:
+                try:
+                    re.compile(p)
+                except (re.error, TypeError) as exc:
+                    raise ConfigError(f"{kind} pattern {p!r} is not a valid regular "
+                                      f"expression ({exc})") from None
+
+    def with_extra(self, extra: Mapping[str, Sequence[str]] | None) -> Redaction:
+        """These rules plus a scenario's additions (`identity`, `identity_patterns`,
+        `secret_patterns`, `allow`); `self` when there are none."""
+        if not extra:
+            return self
+
+        def more(mine: Sequence[str], key: str) -> tuple[str, ...]:
+            return tuple(dict.fromkeys([*mine, *(extra.get(key) or ())]))
+
+        return Redaction(identity_patterns=more(self.identity_patterns, "identity_patterns"),
+                         extra_identity=more(self.extra_identity, "identity"),
+                         secrets=self.secrets,
+                         secret_patterns=more(self.secret_patterns, "secret_patterns"),
+                         allow=more(self.allow, "allow"))
 
 
 class ItemView:
@@ -122,6 +152,8 @@ class JudgeRequest:
     `schema` is the JSON Schema the verdict must follow. `view` is what the rendered data
     blocks show, as data, for local providers (see `ItemView`); it is None for requests not
     made by `render`, and it is not part of a request's equality (the messages are).
+    `redactions` counts the values of each class rendering replaced (`secret`, `card`,
+    `ssn`, `email`, `phone`, `identity`; never the values), for the run's record.
     """
 
     item_id: str
@@ -131,3 +163,4 @@ class JudgeRequest:
     schema_name: str = "verdict"
     params: ModelParams = ModelParams()
     view: ItemView | None = field(default=None, compare=False, repr=False)
+    redactions: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)

@@ -37,7 +37,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "importers": _PRE_JUDGE | {"checks", "ledger"},
     "items": _PRE_JUDGE - {"items"},
     "request": _EVERYTHING,
-    "redaction": _EVERYTHING,
+    "redaction": _EVERYTHING - {"request"},  # the adapter takes the settings' Redaction type
     "prompts": {"providers", "store", "grading", "suite", "pipeline", "calibration", "review",
                 "routing", "labels", "reports"},
     "verdicts": {"providers", "prompts", "store", "grading", "suite", "pipeline",

@@ -1,5 +1,5 @@
-"""judge/redaction wired into the renderer exactly as the lead will wire it (render.py's
-`Scrubber` and `may_hold_secret_fields` taken from judge.redaction), patched in here:
+"""judge/redaction as the renderer uses it (render.py's `Scrubber` and
+`may_hold_secret_fields` are judge.redaction's, through judge.prompts.redact):
 
 - issue 9 item 3: a candidate `agent: "order"`, `max_tokens: 4200` leaves every ledger key,
   tool name, JSON key and number of the request intact;
@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,10 +45,10 @@ RENDER = sys.modules["judge.prompts.render"]
 
 @contextmanager
 def wired() -> Iterator[None]:
-    """render.py with this package's engine: the one-line change the lead makes."""
-    with patch.object(RENDER, "Scrubber", compat.Scrubber), \
-            patch.object(RENDER, "may_hold_secret_fields", compat.may_hold_secret_fields):
-        yield
+    """Once a patch of render.py; now the renderer's own wiring, checked here."""
+    assert RENDER.Scrubber is compat.Scrubber
+    assert RENDER.may_hold_secret_fields is compat.may_hold_secret_fields
+    yield
 
 
 def _text(req: JudgeRequest) -> str:

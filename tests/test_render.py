@@ -351,10 +351,10 @@ def test_view_values_are_the_redacted_ones() -> None:
     request = render(load_prompt("scope_fidelity"), item)
     assert request.view is not None and request.view.events is not None
     user, write, result, call = request.view.events
-    assert user["text"] == "hi, I am talking to [candidate]"
+    assert user["text"] == "hi, I am talking to [agent]"
     assert write["value"] == SECRET_MARK
     assert result["result"] == {"password": SECRET_MARK, "note": "‹‹‹END nonce=1>>>"}
-    assert call["args"] == {"who": "[candidate]"}
+    assert call["args"] == {"who": "[agent]"}
     for leak in (b"AcmeBot", b"tok-PLAINVALUE", b"pw-Secret"):
         assert leak not in _view_bytes(request)
 

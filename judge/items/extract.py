@@ -110,6 +110,7 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
     goal = accepted_goal(loaded.scenario, trace)
     snapshots: dict[int, dict[str, Any]] = {}
     candidate = dict(trace.candidate)
+    redaction = loaded.scenario.redaction.as_extra()
     items: list[Item] = []
     for index, ev in enumerate(events):
         kind = ev.kind.value
@@ -139,6 +140,6 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
                 seq=ev.seq, turn=ev.turn, rubric=name, kind=item_kind, goal=goal,
                 ledger=ledger, events=sl, target=target, ledger_keys=keys,
                 slice_seqs=frozenset(d["seq"] for d in sl), safety_critical=sc,
-                candidate=candidate, mutating=mutating,
+                candidate=candidate, mutating=mutating, redaction=redaction,
             ))
     return items

@@ -32,6 +32,9 @@ class Item:
     safety_critical: bool = False
     candidate: dict[str, Any] | None = None  # stored, NEVER rendered
     mutating: bool = False  # the target is a tool the scenario lists as mutating
+    #: the scenario's additions to redaction (`identity`, `identity_patterns`,
+    #: `secret_patterns`, `allow`), carried with the item so a worker renders it the same
+    redaction: dict[str, tuple[str, ...]] | None = None
 
     def __hash__(self) -> int:
         return hash(self.item_id)
@@ -44,6 +47,8 @@ class Item:
             "ledger_keys": sorted(self.ledger_keys), "slice_seqs": sorted(self.slice_seqs),
             "safety_critical": self.safety_critical, "candidate": self.candidate or {},
             "mutating": self.mutating,
+            **({"redaction": {k: list(v) for k, v in self.redaction.items()}}
+               if self.redaction else {}),
         }
 
     @classmethod
@@ -55,6 +60,8 @@ class Item:
             ledger_keys=frozenset(d["ledger_keys"]), slice_seqs=frozenset(d["slice_seqs"]),
             safety_critical=bool(d.get("safety_critical", False)),
             candidate=dict(d.get("candidate") or {}), mutating=bool(d.get("mutating", False)),
+            redaction={str(k): tuple(str(x) for x in v)
+                       for k, v in (d.get("redaction") or {}).items()} or None,
         )
 
     # Convenience views over the ledger snapshot, for rules and providers.

@@ -7,10 +7,11 @@ Every model forbids unknown fields so a typo'd YAML key is an error, not a silen
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
@@ -232,6 +233,48 @@ class RubricUse(_Strict):
         return data
 
 
+class ScenarioRedaction(_Strict):
+    """What this scenario adds to redaction (beyond the built-in rules and the settings):
+    `identity` names of the system under test and `identity_patterns` regexes for them
+    (shown to a judge as `[agent]`); `secret_patterns` regexes whose whole match is a secret
+    of this task's own shape; `allow` exact values the judge must see even when they look
+    like a secret, a card or an address (an order id, a test account's email)."""
+
+    identity: list[str] = Field(default_factory=list)
+    identity_patterns: list[str] = Field(default_factory=list)
+    secret_patterns: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list)
+
+    @field_validator("identity_patterns", "secret_patterns")
+    @classmethod
+    def _regexes(cls, patterns: list[str]) -> list[str]:
+        for i, p in enumerate(patterns):
+            try:
+                compiled = re.compile(p, re.IGNORECASE)
+            except re.error as exc:
+                raise ValueError(f"item {i}: {p!r} is not a valid regular expression "
+                                 f"({exc})") from None
+            if compiled.match(""):
+                raise ValueError(f"item {i}: {p!r} matches the empty string")
+        return patterns
+
+    @field_validator("identity", "allow")
+    @classmethod
+    def _non_empty(cls, values: list[str]) -> list[str]:
+        for i, v in enumerate(values):
+            if not v.strip():
+                raise ValueError(f"item {i}: an empty string")
+        return values
+
+    def as_extra(self) -> dict[str, tuple[str, ...]] | None:
+        """The additions as items carry them (None when there are none)."""
+        out = {k: tuple(v) for k, v in (("identity", self.identity),
+                                         ("identity_patterns", self.identity_patterns),
+                                         ("secret_patterns", self.secret_patterns),
+                                         ("allow", self.allow)) if v}
+        return out or None
+
+
 class Scenario(_Strict):
     id: str = Field(min_length=1)
     goal: str = Field(min_length=1)
@@ -240,4 +283,5 @@ class Scenario(_Strict):
     rules: Rules = Field(default_factory=Rules)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     judge: list[RubricUse] = Field(default_factory=list)
+    redaction: ScenarioRedaction = Field(default_factory=ScenarioRedaction)
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -74,9 +74,16 @@ class Blocks:
         """`value` as held under `key`: redacted when the key names a secret."""
         return self.scrub.value({str(key): value})[str(key)]
 
-    def finish(self) -> str:
-        shown = [escape_fences(t) for t in self.scrub.texts([self.segs[i]
-                                                             for i in self.data_at])]
+    def raw_pieces(self) -> list[str]:
+        """The data pieces before scrubbing (for one scrub over every block: `finish_all`)."""
+        return [self.segs[i] for i in self.data_at]
+
+    def finish(self, scrubbed: list[str] | None = None) -> str:
+        """The block's text: data pieces scrubbed (or as `scrubbed` gives them, already
+        scrubbed together with the other blocks'), fence-escaped and indented."""
+        if scrubbed is None:
+            scrubbed = self.scrub.texts(self.raw_pieces())
+        shown = [escape_fences(t) for t in scrubbed]
         for i, text in zip(self.data_at, shown, strict=True):
             self.segs[i] = indent_lines(text)
         self.shown = shown
@@ -86,6 +93,21 @@ class Blocks:
     def pieces(self) -> Pieces:
         """This block's pieces, for the view (call once, after `finish`)."""
         return Pieces(self.shown, self.structured)
+
+
+def finish_all(scrub: Scrubber, blocks: dict[str, Blocks]) -> dict[str, str]:
+    """Every block's text, their data scrubbed in one pass: a secret or address first seen
+    in one block (a tool result) is found in every other (the goal, the ledger), and an
+    email is the same `[email-N]` wherever it appears."""
+    raw = {name: b.raw_pieces() for name, b in blocks.items()}
+    scrubbed = scrub.texts([p for pieces in raw.values() for p in pieces])
+    out: dict[str, str] = {}
+    at = 0
+    for name, b in blocks.items():
+        n = len(raw[name])
+        out[name] = b.finish(scrubbed[at:at + n])
+        at += n
+    return out
 
 
 class Pieces:
@@ -320,7 +342,8 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     if prompt.rubric != item.rubric:
         raise ConfigError(f"prompt {prompt.path} is for rubric '{prompt.rubric}', "
                           f"not '{item.rubric}' (item {item.item_id})")
-    scrub = Scrubber(redaction, item.candidate or {})
+    rules = (redaction or Redaction()).with_extra(item.redaction)
+    scrub = Scrubber(rules, item.candidate or {}, names=_names(item))
     built: dict[str, Blocks] = {name: Blocks(scrub) for name in ("goal", "ledger", "events",
                                                                   "target")}
     # Structured values first (secret fields are found), then every text is scrubbed.
@@ -328,7 +351,7 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     events = add_events(built["events"], item.events, item.seq)
     ledger = add_ledger(built["ledger"], item.ledger)
     built["goal"].data(item.goal)
-    blocks = {name: b.finish() for name, b in built.items()}
+    blocks = finish_all(scrub, built)
     if nonce is None:
         h = hashlib.sha256(prompt.hash.encode())
         for name, body in blocks.items():
@@ -364,7 +387,19 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
         item_id=item.item_id, system=fill(prompt.system),
         messages=({"role": "user", "content": fill(prompt.user)},),
         schema=prompt.schema, schema_name="verdict", params=params, view=view,
+        redactions=dict(scrub.counts),
     )
+
+
+def _names(item: Item) -> set[str]:
+    """What redaction never rewrites: the item's ledger keys and the tool names it shows
+    (a key or tool that happens to spell a model name or a word of the candidate's)."""
+    names = set(item.ledger_keys)
+    for e in (*item.events, item.target):
+        tool = e.get("tool")
+        if isinstance(tool, str) and tool:
+            names.add(tool)
+    return names
 
 
 REASK_TEXT = (
@@ -383,4 +418,5 @@ def reask(request: JudgeRequest, completion: str, error: str) -> JudgeRequest:
                 {"role": "user", "content": REASK_TEXT.format(error=error)})
     return JudgeRequest(item_id=request.item_id, system=request.system, messages=messages,
                         schema=request.schema, schema_name=request.schema_name,
-                        params=request.params, view=request.view)
+                        params=request.params, view=request.view,
+                        redactions=request.redactions)

@@ -1,17 +1,15 @@
-"""The surface `judge/prompts/render.py` uses today, on this package's engine.
-
-`judge/prompts/redact.py` can become a re-export of this module (see the package
-docstring): `Redaction` (the settings' redaction, now with `secret_patterns` and `allow`),
-`Scrubber` (`value()` on structured values, `texts()` on rendered data pieces, `secrets`,
-and new: `counts`), `IDENTITY_MARK`, `SECRET_MARK`, `escape_fences`, `may_hold_secret_fields`.
+"""The surface `judge/prompts/render.py` uses, on this package's engine (re-exported by
+`judge/prompts/redact.py`): `Redaction` (judge.request: the settings' rules plus a scenario's
+additions), `Scrubber` (`value()` on structured values, `texts()` on rendered data pieces,
+`secrets`, `counts`), `IDENTITY_MARK`, `SECRET_MARK`, `escape_fences`,
+`may_hold_secret_fields`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from judge.redaction.config import RedactionConfig
@@ -20,33 +18,16 @@ from judge.redaction.fields import is_secret_field as is_secret_field
 from judge.redaction.fields import may_hold_secret_fields as may_hold_secret_fields
 from judge.redaction.marks import IDENTITY_MARK as IDENTITY_MARK
 from judge.redaction.marks import SECRET_MARK as SECRET_MARK
+from judge.request import Redaction as Redaction
 
 
-@dataclass(frozen=True)
-class Redaction:
-    """What to keep from a judge beyond the built-in rules and the trace's `candidate`.
-
-    `identity_patterns` are case-insensitive regexes (e.g. r"acmebot-\\d+");
-    `extra_identity` literal names; `secret_patterns` regexes for secrets of the user's own
-    shapes; `allow` exact values the judge must see. `secrets=False` turns secret
-    redaction off (tests); card numbers and SSNs are redacted regardless.
-    """
-
-    identity_patterns: Sequence[str] = field(default_factory=tuple)
-    extra_identity: Sequence[str] = field(default_factory=tuple)
-    secrets: bool = True
-    secret_patterns: Sequence[str] = field(default_factory=tuple)
-    allow: Sequence[str] = field(default_factory=tuple)
-
-    def __post_init__(self) -> None:
-        _ = self.config  # validates every pattern now: a bad one is a one-line ConfigError
-
-    @cached_property
-    def config(self) -> RedactionConfig:
-        return RedactionConfig(secret_patterns=tuple(self.secret_patterns),
-                               identity_names=tuple(self.extra_identity),
-                               identity_patterns=tuple(self.identity_patterns),
-                               allow=tuple(self.allow), secrets=self.secrets)
+@lru_cache(maxsize=64)
+def _config(redaction: Redaction) -> RedactionConfig:
+    """The engine's configuration of a (frozen, hashable) Redaction, built once."""
+    return RedactionConfig(secret_patterns=tuple(redaction.secret_patterns),
+                           identity_names=tuple(redaction.extra_identity),
+                           identity_patterns=tuple(redaction.identity_patterns),
+                           allow=tuple(redaction.allow), secrets=redaction.secrets)
 
 
 _DEFAULT = Redaction()
@@ -66,7 +47,7 @@ class Scrubber:
                  names: Iterable[str] = ()) -> None:
         r = redaction or _DEFAULT
         self.secrets = r.secrets
-        self._item = ItemRedactor(r.config, candidate, keep=names)
+        self._item = ItemRedactor(_config(r), candidate, keep=names)
 
     def value(self, v: Any) -> Any:
         """`v` with secret-named fields replaced (the same object when nothing changed)."""
