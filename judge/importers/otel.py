@@ -424,8 +424,11 @@ def to_record(raw: RawSpan) -> SpanRecord:
         or attrs.get("llm.model_name")
     rec.model = str(model) if model else None
     agent = attrs.get("gen_ai.agent.name")
-    if not agent and isinstance(raw.context.get("resource"), dict):
-        res = attributes(raw.context["resource"].get("attributes"), "resource.attributes")
+    if not agent:
+        res_obj = raw.context.get("resource") or obj.get("resource")
+        res_attrs = res_obj.get("attributes") if isinstance(res_obj, dict) else None
+        res = attributes(res_attrs if res_attrs is not None else obj.get("resource_attributes"),
+                         "resource.attributes")
         agent = res.get("service.name")
     rec.agent = str(agent) if agent else None
     if kind == "llm":

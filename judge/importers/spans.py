@@ -312,6 +312,9 @@ def spans_to_traces(records: Iterable[SpanRecord], *, file: str, source: str,
         for rec in records:
             spill.add(rec)
         facts = spill.resolve()
+        if not facts:
+            raise InputError("no spans found (expected OTLP/JSON resourceSpans, or span "
+                             "objects with span and trace ids)", file=file)
         for trace_id, f in facts.items():
             spill.facts(trace_id, f)
             replay = _Replay(trace_id, f)
