@@ -178,7 +178,10 @@ def iter_anthropic(path: str | Path, *, scenario: str | None = None,
                 t.response(rec.get("response"), f"{where}.response".lstrip("."), source)
                 continue
             n += 1
-            tid = _group_of(rec, f"{stem}/{n}") if isinstance(rec, dict) else f"{stem}/{n}"
+            tid = f"{stem}/{n}"
+            if isinstance(rec, dict):  # a conversation's own id, as openai-chat reads it
+                tid = next((rec[k] for k in ("trace_id", "id", *_GROUP_KEYS[1:])
+                            if isinstance(rec.get(k), str) and rec[k]), tid)
             t = _conversation(rec, tid, where, record)
         except ShapeError as exc:
             raise _fail(exc, file, line) from None
