@@ -25,7 +25,7 @@ from typing import Any
 
 from judge.errors import InputError
 from judge.importers.imported import ImportedTrace
-from judge.importers.messages import Msg, ShapeError, decode_json, parse_messages
+from judge.importers.messages import Msg, ShapeError, decode_json, parse_messages, printable
 from judge.importers.otel import _first, _unwrap_args, norm_id, to_nanos
 from judge.importers.spanfile import RawSpan, ids_of, iter_raw
 from judge.importers.spans import Kind, SpanRecord, ToolUse, spans_to_traces
@@ -175,7 +175,8 @@ def iter_records(path: str | Path, *, stream: bool | None = None) -> Iterator[Sp
             yield to_record(raw)
         except ShapeError as exc:
             run_id, _ = ids_of(raw.obj)
-            where = f"run {run_id}" if isinstance(run_id, str | int) else f"run #{raw.ordinal}"
+            where = f"run {printable(str(run_id))}" if isinstance(run_id, str | int) \
+                else f"run #{raw.ordinal}"
             raise InputError(str(exc), file=file, line=raw.line, path=where,
                              field=exc.field) from None
 

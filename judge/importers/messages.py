@@ -447,6 +447,13 @@ class Conversation:
         return [ev]
 
 
+def printable(text: str) -> str:
+    """Hostile text for an error message: unprintable characters (ESC, line breaks, bidi
+    controls) written as their Python escapes."""
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def shape_error(exc: ShapeError, file: str, line: int | None, where: str | None,
                 prefix: str = "") -> InputError:
     """A ShapeError as the InputError the CLI prints (file, line, span/record, field)."""

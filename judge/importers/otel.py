@@ -38,7 +38,14 @@ from typing import Any
 
 from judge.errors import InputError
 from judge.importers.imported import ImportedTrace
-from judge.importers.messages import Msg, ShapeError, as_args, decode_json, parse_messages
+from judge.importers.messages import (
+    Msg,
+    ShapeError,
+    as_args,
+    decode_json,
+    parse_messages,
+    printable,
+)
 from judge.importers.spanfile import RawSpan, ids_of, iter_raw
 from judge.importers.spans import Kind, SpanRecord, ToolUse, spans_to_traces
 
@@ -454,8 +461,8 @@ def iter_records(path: str | Path, *, stream: bool | None = None) -> Iterator[Sp
             yield to_record(raw)
         except ShapeError as exc:
             span_id, _ = ids_of(raw.obj)
-            where = f"span {span_id}" if isinstance(span_id, str | int) else \
-                f"span #{raw.ordinal}"
+            where = f"span {printable(str(span_id))}" if isinstance(span_id, str | int) \
+                else f"span #{raw.ordinal}"
             raise InputError(str(exc), file=file, line=raw.line, path=where,
                              field=exc.field) from None
 

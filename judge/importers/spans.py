@@ -44,6 +44,7 @@ from judge.importers.messages import (
     Conversation,
     Msg,
     ToolCall,
+    printable,
     with_code_action,
 )
 
@@ -163,13 +164,14 @@ class _Spill:
         missing = db.execute("SELECT sid FROM s WHERE w = 0 AND t IS NULL LIMIT 1").fetchone()
         if missing:
             raise InputError("the span has no trace id (nor a parent or document that has one)",
-                             file=self.file, path=f"span {missing[0]}", field="traceId")
+                             file=self.file, path=f"span {printable(missing[0])}",
+                             field="traceId")
         db.execute("CREATE INDEX s_tko ON s (t, k, o) WHERE w = 0")
         dup = db.execute("SELECT t, sid FROM s WHERE w = 0 GROUP BY t, sid HAVING COUNT(*) > 1"
                          " LIMIT 1").fetchone()
         if dup:
-            raise InputError(f"span id used twice in trace {dup[0]}", file=self.file,
-                             path=f"span {dup[1]}", field="spanId")
+            raise InputError(f"span id used twice in trace {printable(dup[0])}", file=self.file,
+                             path=f"span {printable(dup[1])}", field="spanId")
         facts: dict[str, _TraceFacts] = {}
         for t, first, n in db.execute("SELECT t, MIN(o), COUNT(*) FROM s WHERE w = 0"
                                       " GROUP BY t ORDER BY MIN(o)"):
