@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 JUDGE = [sys.executable, "-m", "judge.cli.main"]
-WORDS = ("order refund customer policy confirm shipment ticket account invoice status "
-         "please thanks update change address payment card receipt agent check").split()
+WORDS = ["order", "refund", "customer", "policy", "confirm", "shipment", "ticket", "account",
+         "invoice", "status", "please", "thanks", "update", "change", "address", "payment",
+         "card", "receipt", "agent", "check"]
 
 
 def _text(i: int, n: int = 18) -> str:
