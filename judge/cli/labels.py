@@ -46,12 +46,31 @@ def export(
 
 @app.command("import")
 def import_(
-    path: Path = typer.Argument(..., help="labels file (JSONL, formats §4)"),
+    path: Path = typer.Argument(..., help="labels file (JSONL, formats §4), or span "
+                                          "annotations with --traces"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    traces: list[Path] = typer.Option([], "--traces", help="span annotations: the traces "
+                                      "imported from those spans (repeatable)"),
+    rubric: str = typer.Option("scope_fidelity", help="span annotations: the items' rubric"),
+    annotator: str = typer.Option("annotations", help="span annotations: who, when a record "
+                                  "does not say"),
+    unmarked_pass: bool = typer.Option(False, "--unmarked-pass", help="span annotations: "
+                                       "label every other item of a reviewed trace pass"),
 ) -> None:
     """Append the labels of a file; labels already stored are skipped."""
     with cli_errors():
-        labels = read_labels(path)  # validate every line before writing anything
+        if traces:  # span annotations mapped onto items (judge.labels.annotations)
+            from judge.checks.report import printable
+            from judge.cli.common import warn
+            from judge.labels.annotations import labels_from_annotations
+            mapped = labels_from_annotations(path, traces, rubric=rubric, annotator=annotator,
+                                             unmarked="pass" if unmarked_pass else None)
+            for miss in mapped.unmatched:
+                warn(printable(f"unmatched annotation of span {miss.annotation.span_id}: "
+                               f"{miss.reason}"))
+            labels = mapped.labels
+        else:
+            labels = read_labels(path)  # validate every line before writing anything
         with open_database(db) as store:
             added = store.add_labels(labels)
         typer.echo(f"imported {added} new labels from {path} "
