@@ -72,7 +72,7 @@ def one_line(text: object) -> str:
 
 # -- Markdown ------------------------------------------------------------------------------
 # Backslash-escaped anywhere: code, emphasis, links and images, table cells, strikethrough,
-# autolinks (':' scheme, '@' email), math ('$'), and backslash itself.
+# autolinks (':' scheme, '@' email; '.' in "example.com" below), math ('$'), and backslash.
 _MD_ALWAYS = frozenset("\\`*[]()!|~:@$")
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # block markers when they open a line: a heading ("# "), a list item ("- ", "+ ", "1. ",
@@ -80,7 +80,6 @@ _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # anywhere. "-0.5", "#10" and "1.5" open no block and stay as they are.
 _LEADING = re.compile(r"^( {0,3})([#+=-])(?=[#+= -]|$)")
 _ORDERED = re.compile(r"^( {0,3}\d{1,9})([.)])(?= |$)")
-_WWW = re.compile(r"(?i)(?<![\w.])www\.")
 
 
 def md_text(text: object) -> str:
@@ -97,10 +96,12 @@ def md_text(text: object) -> str:
         elif ch == "_":  # intraword '_' never opens or closes emphasis: keep snake_case
             inner = 0 < i < n - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()
             out.append("_" if inner else "\\_")
+        elif ch == ".":  # a dot between a word and a letter: a domain to linkifiers
+            domain = 0 < i < n - 1 and s[i - 1].isalnum() and s[i + 1].isalpha()
+            out.append("\\." if domain else ".")
         else:
             out.append(ch)
     escaped = "".join(out)
-    escaped = _WWW.sub(lambda m: m.group()[:-1] + "\\.", escaped)
     escaped = _LEADING.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escaped)
     return _ORDERED.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escaped)
 

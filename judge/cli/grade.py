@@ -22,6 +22,7 @@ from judge.cli.database import DB_HELP
 from judge.errors import ConfigError, InputError
 from judge.formats import Verdict
 from judge.outputs import check_output, is_stdout, write_output
+from judge.safe_text import json_safe
 from judge.settings import Settings
 
 if TYPE_CHECKING:
@@ -89,7 +90,9 @@ def grade(
             die("no traces in the given files")
         verdicts = result.verdicts
         if output is not None:
-            write_output(output, (v.model_dump_json() + "\n" for v in verdicts))
+            # json_safe: C1, U+2028 and the like as \u escapes (same data), so a line-based
+            # reader or a terminal (-o -) sees one inert line per verdict
+            write_output(output, (json_safe(v.model_dump_json()) + "\n" for v in verdicts))
         to_stderr = output is not None and is_stdout(output)  # stdout holds the verdicts
         if fmt is OutputFormat.json:
             echo(json.dumps({"summary": summary,

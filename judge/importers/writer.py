@@ -8,6 +8,7 @@ from pathlib import Path
 
 from judge.errors import InputError
 from judge.outputs import is_special, write_output
+from judge.safe_text import json_safe
 from judge.trace.model import Trace
 
 
@@ -31,7 +32,7 @@ def write_traces(traces: Iterable[Trace], out: str | Path) -> int:
     def lines() -> Iterator[str]:
         nonlocal n
         for trace in traces:
-            yield trace_line(trace) + "\n"
+            yield json_safe(trace_line(trace)) + "\n"  # C1, U+2028…: \u escapes, same data
             n += 1
 
     write_output(out, lines())

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from judge.errors import InputError
 from judge.formats import HumanLabel, Verdict
 from judge.outputs import write_output
+from judge.safe_text import json_safe
 from judge.trace.loader import validation_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -92,7 +93,7 @@ def _write(path: str | Path, records: Iterable[BaseModel]) -> int:
     def lines() -> Iterator[str]:
         nonlocal n
         for record in records:
-            yield record.model_dump_json(exclude_defaults=False) + "\n"
+            yield json_safe(record.model_dump_json(exclude_defaults=False)) + "\n"
             n += 1
 
     write_output(path, lines())
