@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from judge.errors import InputError
-from judge.outputs import is_special, write_output
+from judge.outputs import check_output, is_special, write_output
 from judge.safe_text import json_safe
 from judge.trace.model import Trace
 
@@ -25,6 +25,7 @@ def write_traces(traces: Iterable[Trace], out: str | Path) -> int:
     output behind (judge.outputs: atomic for a regular file, nothing temporary survives;
     in place for a device, a FIFO or "-" for standard output).
     """
+    check_output(out)  # a directory or a missing parent first: the clearer message
     if Path(out).suffix != ".jsonl" and not is_special(out):
         raise InputError("the output of an import is a .jsonl trace file", file=str(out))
     n = 0
