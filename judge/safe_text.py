@@ -96,14 +96,34 @@ def md_text(text: object) -> str:
         elif ch == "_":  # intraword '_' never opens or closes emphasis: keep snake_case
             inner = 0 < i < n - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()
             out.append("_" if inner else "\\_")
-        elif ch == ".":  # a dot between a word and a letter: a domain to linkifiers
-            domain = 0 < i < n - 1 and s[i - 1].isalnum() and s[i + 1].isalpha()
-            out.append("\\." if domain else ".")
+        elif ch == ".":
+            out.append("\\." if _domain_dot(s, i) else ".")
         else:
             out.append(ch)
     escaped = "".join(out)
     escaped = _LEADING.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escaped)
     return _ORDERED.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escaped)
+
+
+def _domain_dot(s: str, i: int) -> bool:
+    """Whether the dot at `i` could join a host name a linkifier turns into a link
+    ("evil.com"): a word before it, a letter after it, and no '_' glued to either part (a
+    dotted snake_case name such as "queue.by_state.open" is no host and stays readable)."""
+    n = len(s)
+    if not (0 < i < n - 1 and s[i - 1].isalnum() and s[i + 1].isalpha()):
+        return False
+    a = i - 1
+    while a > 0 and (s[a - 1].isalnum() or s[a - 1] == "-"):
+        a -= 1
+    b = i + 1
+    while b < n - 1 and (s[b + 1].isalnum() or s[b + 1] == "-"):
+        b += 1
+    return not (_inner_underscore(s, a - 1) or _inner_underscore(s, b + 1))
+
+
+def _inner_underscore(s: str, j: int) -> bool:
+    """An intraword '_' (kept as is, so a linkifier sees it glued to the word)."""
+    return 0 < j < len(s) - 1 and s[j] == "_" and s[j - 1].isalnum() and s[j + 1].isalnum()
 
 
 def _longest_run(s: str, ch: str) -> int:

@@ -103,6 +103,14 @@ def test_md_text_property_no_markup_from_any_text(s: str) -> None:
     assert _para(html) == _md_escape(("x " + visible(s)).rstrip())
 
 
+@settings(max_examples=500)
+@given(st.text(st.sampled_from("ab.-_:/@w cmo"), max_size=30))
+def test_md_text_property_no_link_from_host_like_text(s: str) -> None:
+    """Host names, schemes and emails glued to '_' and '-' (a linkifier's edge cases)."""
+    html = MD.render("x " + md_text(s))
+    assert "<a " not in html and _para(html) == _md_escape(("x " + visible(s)).rstrip())
+
+
 class _Cells(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
