@@ -17,12 +17,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from judge.cli.common import cli_errors, die
-from judge.cli.console import SafeConsole, console, echo, field, styled, text
+from judge.cli.console import console, echo, field, styled, text
 from judge.cli.database import DB_HELP, open_database
 from judge.cli.review import annotator_name
 from judge.errors import InputError, JudgeError
@@ -95,7 +96,7 @@ class Session:
     given back to the queue before it returns or raises (`held`)."""
 
     def __init__(self, store: Store, who: str, *, show_judge: bool, rubric: str | None,
-                 lease_s: float, console: SafeConsole | None = None) -> None:
+                 lease_s: float, console: Console | None = None) -> None:
         self.store = store
         self.who = who
         self.show_judge = show_judge
@@ -263,7 +264,7 @@ class Session:
             con.print(Panel(text(verdict_text(v)), title=Text("judge (revealed)")))
 
 
-def _console() -> SafeConsole:
+def _console() -> Console:
     return console()
 
 
