@@ -38,6 +38,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "items": _PRE_JUDGE - {"items"},
     "request": _EVERYTHING,
     "redaction": _EVERYTHING - {"request"},  # the adapter takes the settings' Redaction type
+    "safe_text": _EVERYTHING,
+    "outputs": _EVERYTHING,
     "prompts": {"providers", "store", "grading", "suite", "pipeline", "calibration", "review",
                 "routing", "labels", "reports"},
     "verdicts": {"providers", "prompts", "store", "grading", "suite", "pipeline",

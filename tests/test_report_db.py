@@ -126,6 +126,9 @@ def test_cli_every_format(routed, tmp_path: Path) -> None:  # type: ignore[no-un
     rows = list(csv.DictReader(io.StringIO(text)))
     assert code == 0 and any(r["metric"] == "queue.total" for r in rows)
     html_path = tmp_path / "out" / "report.html"
+    code, _, err = run(*base, "--format", "html", "-o", str(html_path))
+    assert code == 2 and "does not exist" in err  # -o makes no directories (judge.outputs)
+    html_path.parent.mkdir()
     code, _, err = run(*base, "--format", "html", "-o", str(html_path),
                        "--prompt-version", load_prompt(RUBRIC).version, "--model", "scripted")
     assert code == 0, err

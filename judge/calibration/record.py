@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.calibration.fit import Calibrator, Method
 from judge.errors import InputError
+from judge.outputs import write_output
 
 RECORD_VERSION = 1
 
@@ -116,10 +117,12 @@ class CalibrationRecord(BaseModel):
     def save(self, root: str | Path) -> Path:
         """Write the record as JSON under root; returns the file written."""
         target = self.path(root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the records folder ({exc.strerror or exc})",
+                             file=str(target.parent)) from None
+        write_output(target, self.model_dump_json(indent=2) + "\n")  # atomic, no .tmp left
         return target
 
 

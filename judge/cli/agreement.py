@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from judge.cli.common import cli_errors, die
+from judge.cli.console import console
 from judge.labels.report import agreement_report
 from judge.labels.sources import LabelledVerdicts, from_files, from_store
 
@@ -63,7 +64,7 @@ def agreement(
     if fmt is OutputFormat.json:
         typer.echo(json.dumps(report, allow_nan=False))
     else:
-        render_text(report, Console(soft_wrap=False, width=110))
+        render_text(report, console(soft_wrap=False, width=110))
 
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None,
@@ -88,7 +89,8 @@ def _ci(pair: list[float] | None) -> str:
 
 
 def render_text(report: dict[str, Any], console: Console) -> None:
-    """Print the agreement report as readable tables."""
+    """Print the agreement report as readable tables (give it a `judge.cli.console` Console:
+    group names come from label and verdict files)."""
     ci = report["ci"]
     reasons: dict[str, str] = report["reasons"]
     main = Table(title="Judge agreement with human labels (positive class: fail)")

@@ -34,6 +34,8 @@ import typer
 from typer.core import TyperGroup
 
 from judge.cli.common import cli_errors, die, warn
+from judge.cli.console import echo, field
+from judge.safe_text import json_safe
 
 if TYPE_CHECKING:
     from judge.calibration.record import CalibrationRecord
@@ -235,10 +237,10 @@ def check(
             grow_share=grow_share)
     if status.stale:
         for reason in status.stale:
-            typer.echo(f"stale: {reason}")
+            echo(f"stale: {field(reason)}")
         raise typer.Exit(1)
-    typer.echo(f"calibration current for {len(status.current)} rubric(s) with model "
-               f"{status.model}")
+    echo(f"calibration current for {len(status.current)} rubric(s) with model "
+         f"{field(status.model)}")
 
 
 @app.command("compare")
@@ -284,14 +286,15 @@ def compare(
 
 # -- printing ------------------------------------------------------------------------------
 def _print_record(rec: CalibrationRecord, fmt: OutputFormat) -> None:
-    typer.echo(rec.model_dump_json() if fmt is OutputFormat.json else _text(rec))
+    echo(json_safe(rec.model_dump_json()) if fmt is OutputFormat.json else _text(rec))
 
 
 def _text(rec: CalibrationRecord) -> str:
     m = rec.metrics
     thr = "none (review everything)" if rec.threshold is None else f"{rec.threshold:.4f}"
     lines = [
-        f"rubric {rec.rubric}  prompt {rec.prompt_version} ({rec.prompt_hash})  model {rec.model}",
+        f"rubric {field(rec.rubric)}  prompt {field(rec.prompt_version)} "
+        f"({field(rec.prompt_hash)})  model {field(rec.model)}",
         f"  items {rec.n} (human pass {rec.n_per_class['pass']}, fail {rec.n_per_class['fail']})"
         f"  agreement {m.agreement:.3f}",
         f"  method {rec.method}  cv log loss "
@@ -314,22 +317,23 @@ def _text(rec: CalibrationRecord) -> str:
 
 def _print_compare(result: dict[str, Any], fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
-        typer.echo(json.dumps(result, allow_nan=False))
+        echo(json.dumps(result, allow_nan=False))
         return
 
     def num(v: object) -> str:
-        return f"{v:.3f}" if isinstance(v, float) else "n/a" if v is None else str(v)
+        return f"{v:.3f}" if isinstance(v, float) else "n/a" if v is None else field(v)
 
     o, n = result["old"], result["new"]
-    typer.echo(f"{'':18}{'old':>24}{'new':>24}")
+    echo(f"{'':18}{'old':>24}{'new':>24}")
     for key in ("prompt_version", "model", "n_items", "accuracy", "cohen_kappa", "tpr", "tnr",
                 "f1", "key_agreement", "evidence_agreement"):
-        typer.echo(f"{key:18}{num(o.get(key)):>24}{num(n.get(key)):>24}")
-    typer.echo(f"flipped {result['n_flipped']} of {result['n_common']} common items "
-               f"(fixed {result['n_fixed']}, broke {result['n_broke']})")
+        echo(f"{key:18}{num(o.get(key)):>24}{num(n.get(key)):>24}")
+    echo(f"flipped {result['n_flipped']} of {result['n_common']} common items "
+         f"(fixed {result['n_fixed']}, broke {result['n_broke']})")
     for f in result["flipped"]:
         a, b = f["old"], f["new"]
-        typer.echo(f"  {f['item_id']}: {a['label']} -> {b['label']} (human {f['human'] or 'n/a'}"
-                   f"{', ' + f['effect'] if f['effect'] else ''}); evidence "
-                   f"{a['evidence_event']} -> {b['evidence_event']}, key {a['violated_key']} -> "
-                   f"{b['violated_key']}")
+        echo(f"  {field(f['item_id'])}: {field(a['label'])} -> {field(b['label'])} "
+             f"(human {field(f['human'] or 'n/a')}"
+             f"{', ' + field(f['effect']) if f['effect'] else ''}); evidence "
+             f"{field(a['evidence_event'])} -> {field(b['evidence_event'])}, key "
+             f"{field(a['violated_key'])} -> {field(b['violated_key'])}")

@@ -14,13 +14,12 @@ from judge.errors import JudgeError
 T = TypeVar("T")
 
 
-_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1]
-                              for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
-
-
 def one_line(message: str) -> str:
-    """A message as one line: line breaks inside it (e.g. from a field name) are escaped."""
-    return message.translate(_LINE_BREAKS)
+    """A message as one line with nothing live in it: line breaks and every other control or
+    format character inside it (e.g. from a field name or value) are shown as escapes."""
+    from judge.safe_text import one_line as visible_line
+
+    return visible_line(message)
 
 
 def die(message: str, code: int = 2) -> NoReturn:

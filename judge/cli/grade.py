@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from judge.cli.common import cli_errors, die, warn
+from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP
 from judge.errors import ConfigError, InputError
 from judge.formats import Verdict
+from judge.outputs import check_output, is_stdout, write_output
+from judge.safe_text import json_safe
 from judge.settings import Settings
 
 if TYPE_CHECKING:
@@ -55,7 +58,8 @@ def grade(
         None, "--cache", help="Keep provider calls in this JSONL file instead of the "
         "database (file mode: nothing is stored in the database)."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Write verdicts JSONL here."),
+    output: Path | None = typer.Option(None, "-o", "--output",
+                                       help="Write verdicts JSONL here (- for stdout)."),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     progress: bool | None = typer.Option(
         None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."),
@@ -66,6 +70,8 @@ def grade(
     from judge.providers.registry import default_model_spec, make_provider
 
     with cli_errors():
+        if output is not None:
+            check_output(output)  # before any provider call
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
                                  rpm=rpm, retries=retries, database_url=db)
         spec = settings.model or default_model_spec(settings)
@@ -84,13 +90,16 @@ def grade(
             die("no traces in the given files")
         verdicts = result.verdicts
         if output is not None:
-            _write_jsonl(output, verdicts)
+            # json_safe: C1, U+2028 and the like as \u escapes (same data), so a line-based
+            # reader or a terminal (-o -) sees one inert line per verdict
+            write_output(output, (json_safe(v.model_dump_json()) + "\n" for v in verdicts))
+        to_stderr = output is not None and is_stdout(output)  # stdout holds the verdicts
         if fmt is OutputFormat.json:
-            typer.echo(json.dumps({"summary": summary,
-                                   "verdicts": [v.model_dump(mode="json") for v in verdicts]},
-                                  indent=2))
+            echo(json.dumps({"summary": summary,
+                             "verdicts": [v.model_dump(mode="json") for v in verdicts]},
+                            indent=2), err=to_stderr)
         else:
-            _print_text(verdicts, summary)
+            _print_text(verdicts, summary, err=to_stderr)
     if result.errors:
         raise typer.Exit(2)
     if result.checked.vetoes or summary["fail"]:
@@ -167,17 +176,6 @@ def _warn_unused(loaded: LoadedScenario, rubrics: list[str]) -> None:
                  f"(its rubrics: {', '.join(sorted(used)) or 'none'}); no items to grade for it")
 
 
-def _write_jsonl(path: Path, verdicts: list[Verdict]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for v in verdicts:
-                fh.write(v.model_dump_json() + "\n")
-        tmp.replace(path)
-    except OSError as exc:
-        raise InputError(f"cannot write verdicts ({exc.strerror})", file=str(path)) from None
-
-
 def _summary(verdicts: list[Verdict], provider: Provider, stats: GradingStats, checked: Checked,
              rubrics: list[str], prompts: dict[str, Prompt],
              replay_only: bool) -> dict[str, Any]:
@@ -194,24 +192,26 @@ def _summary(verdicts: list[Verdict], provider: Provider, stats: GradingStats, c
     }
 
 
-def _print_text(verdicts: list[Verdict], s: dict[str, Any]) -> None:
+def _print_text(verdicts: list[Verdict], s: dict[str, Any], *, err: bool = False) -> None:
+    """One line per verdict that is not a plain pass; ids, keys, rationales and reasons come
+    from traces and judges: each is shown on one line, nothing in it live (`field`)."""
     for v in verdicts:
         if v.label == "pass" and not v.overruled:
             continue
-        head = f"{v.label.upper():8} {v.item_id}"
+        head = f"{v.label.upper():8} {field(v.item_id)}"
         if v.label == "fail":
-            head += f"  key={v.violated_key} evidence={v.evidence_event} conf={v.confidence}"
+            head += (f"  key={field(v.violated_key)} evidence={v.evidence_event} "
+                     f"conf={v.confidence}")
         if v.overruled:
             head += "  [overruled: veto]"
         why = v.rationale if v.label != "unscored" else v.reason
-        typer.echo(f"{head}  {why or ''}".rstrip())
+        echo(f"{head}  {field(why or '')}".rstrip(), err=err)
     if "run_id" in s:
-        typer.echo(f"stored as run {s['run_id']} in {s['database']} "
-                   "(review queue: judge review stats)")
-    typer.echo(
-        f"graded {s['items']} items of {s['traces']} traces with {s['judge']}: "
+        echo(f"stored as run {field(s['run_id'])} in {field(s['database'])} "
+             "(review queue: judge review stats)", err=err)
+    echo(
+        f"graded {s['items']} items of {s['traces']} traces with {field(s['judge'])}: "
         f"{s['pass']} pass, {s['fail']} fail, {s['unscored']} unscored; "
         f"{s['vetoed_traces']} traces vetoed ({s['overruled']} verdicts overruled); "
         f"{s['provider_calls']} provider calls, {s['cache_hits']} cached, "
-        f"{s['reasks']} re-asked")
-
+        f"{s['reasks']} re-asked", err=err)

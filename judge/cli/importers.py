@@ -8,13 +8,15 @@ from pathlib import Path
 import typer
 
 from judge.cli.common import cli_errors
+from judge.cli.console import echo, field
 from judge.importers import iter_openai_chat, iter_tau_bench, write_traces
 from judge.importers.tau_bench import DEFAULT_AGENT
 
 app = typer.Typer(help="Import trajectories from other formats as judge traces (.jsonl).",
                   no_args_is_help=True)
 
-OUT_HELP = "Output trace file (.jsonl, one trace per line); written only if all records import."
+OUT_HELP = ("Output trace file (.jsonl, one trace per line), or - for standard output; "
+            "written only if all records import.")
 
 
 @app.command("openai-chat")
@@ -28,7 +30,7 @@ def openai_chat(
     """Import OpenAI chat-completion message lists (system messages kept out of events)."""
     with cli_errors():
         n = write_traces(iter_openai_chat(file, prefix=prefix, scenario=scenario), out)
-    typer.echo(f"imported {n} trace(s) from {file} to {out}", err=True)
+    echo(f"imported {n} trace(s) from {field(file)} to {field(out)}", err=True)
 
 
 @app.command("tau-bench")
@@ -43,7 +45,7 @@ def tau_bench(
     with cli_errors():
         n = write_traces(iter_tau_bench(file, domain=domain,
                                         candidate={"model": model, "agent": agent}), out)
-    typer.echo(f"imported {n} trace(s) from {file} to {out}", err=True)
+    echo(f"imported {n} trace(s) from {field(file)} to {field(out)}", err=True)
 
 
 SCENARIO_HELP = "Scenario id to record on each trace"
@@ -55,7 +57,7 @@ def _import(fmt: str, file: Path, out: Path, scenario: str | None, **options: ob
     from judge.importers import iter_format, write_imported
     with cli_errors():
         n = write_imported(iter_format(fmt, file, scenario=scenario, **options), out)
-    typer.echo(f"imported {n} trace(s) from {file} to {out}", err=True)
+    echo(f"imported {n} trace(s) from {field(file)} to {field(out)}", err=True)
 
 
 @app.command("otel")
@@ -113,6 +115,6 @@ def auto(
     from judge.importers import iter_auto, write_imported
     with cli_errors():
         fmt, traces = iter_auto(file, scenario=scenario)
-        typer.echo(f"{file}: {fmt}", err=True)
+        echo(f"{field(file)}: {fmt}", err=True)
         n = write_imported(traces, out)
-    typer.echo(f"imported {n} trace(s) from {file} to {out}", err=True)
+    echo(f"imported {n} trace(s) from {field(file)} to {field(out)}", err=True)

@@ -20,11 +20,13 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from judge.cli.common import cli_errors, die
+from judge.cli.console import console, echo, field, styled, text
 from judge.cli.database import DB_HELP, open_database
 from judge.cli.review import annotator_name
-from judge.errors import InputError
+from judge.errors import InputError, JudgeError
 from judge.formats import HumanLabel, Verdict, parse_item_id
 from judge.review.labeling import check_label, ledger_keys, slice_seqs
 from judge.store.records import REVIEW_LEASE_S
@@ -32,7 +34,7 @@ from judge.store.records import REVIEW_LEASE_S
 if TYPE_CHECKING:
     from judge.store import QueueEntry, Store
 
-KEYS = r"\[p]ass  \[f]ail  \[u]nsure  \[s]kip  \[z] undo  \[q]uit"
+KEYS = "[p]ass  [f]ail  [u]nsure  [s]kip  [z] undo  [q]uit"  # printed as is: no markup
 
 
 def label(
@@ -60,7 +62,18 @@ def label(
         if key or evidence is not None or note:
             die("--key, --evidence and --note need --item and --label")
         with open_database(db) as store:
-            Session(store, who, show_judge=show_judge, rubric=rubric, lease_s=lease).run()
+            session = Session(store, who, show_judge=show_judge, rubric=rubric, lease_s=lease)
+            try:
+                session.run()
+            except KeyboardInterrupt:  # the claim is given back already
+                echo(f"interrupted; {len(session.done)} labelled this session"
+                     f"{session.gave_back_note()}", err=True)
+                raise typer.Exit(130) from None
+            except JudgeError:
+                raise
+            except Exception as exc:  # one line, never a traceback; the claim is given back
+                die(f"labelling stopped by an unexpected error ({type(exc).__name__}: {exc})"
+                    f"{session.gave_back_note()}")
 
 
 def _label_one(store: Store, who: str, item_id: str, value: str, key: str | None,
@@ -73,11 +86,14 @@ def _label_one(store: Store, who: str, item_id: str, value: str, key: str | None
     store.add_label(HumanLabel(item_id=item_id, label=value,
                                violated_key=key, evidence_event=evidence, annotator=who,
                                note=note or None))
-    typer.echo(f"labelled {item_id} {value} by {who}")
+    echo(f"labelled {field(item_id)} {value} by {field(who)}")
 
 
 class Session:
-    """One interactive labelling session for one annotator."""
+    """One interactive labelling session for one annotator.
+
+    Whatever ends it — q, the end of piped input, Ctrl-C, an error — the item it holds is
+    given back to the queue before it returns or raises (`held`)."""
 
     def __init__(self, store: Store, who: str, *, show_judge: bool, rubric: str | None,
                  lease_s: float, console: Console | None = None) -> None:
@@ -86,17 +102,44 @@ class Session:
         self.show_judge = show_judge
         self.rubric = rubric
         self.lease_s = lease_s
-        self.con = console or Console(highlight=False)
+        self.con = console or _console()
         self.skipped: list[str] = []
         self.done: list[str] = []  # item ids labelled in this session, in order
+        self.held: str | None = None  # the item claimed and not yet labelled or given back
+        self.released: str | None = None  # what an interruption gave back, for the message
         self.single_key = sys.stdin.isatty() and self.con.is_terminal
 
     def run(self) -> None:
+        try:
+            self._loop()
+        except BaseException:
+            self.give_back()
+            raise
+
+    def give_back(self) -> None:
+        """Release the held item, if any (best effort: an expired lease frees it anyway)."""
+        item, self.held = self.held, None
+        if item is None:
+            return
+        try:
+            if self.store.queue.release(item, self.who):
+                self.released = item
+        except Exception:  # the error being handled is the one to report
+            pass
+
+    def gave_back_note(self) -> str:
+        return f"; gave {field(self.released)} back to the queue" if self.released else ""
+
+    def _claimed(self, entry: QueueEntry | None) -> QueueEntry | None:
+        self.held = entry.item_id if entry is not None else None
+        return entry
+
+    def _loop(self) -> None:
         pending: QueueEntry | None = None
         total = self.store.queue.remaining_for(self.who)
         while True:
-            entry = pending or self.store.queue.claim(
-                self.who, lease_s=self.lease_s, rubric=self.rubric, exclude=self.skipped)
+            entry = pending or self._claimed(self.store.queue.claim(
+                self.who, lease_s=self.lease_s, rubric=self.rubric, exclude=self.skipped))
             pending = None
             if entry is None:
                 self.con.print(f"nothing left to label for {self.who} "
@@ -110,14 +153,14 @@ class Session:
                 if choice in ("p", "f", "u"):
                     self.record(entry, data, {"p": "pass", "f": "fail", "u": "unsure"}[choice])
                     continue
-            except (KeyboardInterrupt, EOFError):  # Ctrl-C, or the end of piped input
+            except EOFError:  # the end of piped input: quit
                 choice = "q"
             if choice == "q":
-                self.store.queue.release(entry.item_id, self.who)
+                self.give_back()
                 self.con.print(f"stopped; {len(self.done)} labelled this session")
                 return
             if choice == "s":
-                self.store.queue.release(entry.item_id, self.who)
+                self.give_back()
                 self.skipped.append(entry.item_id)
                 total = max(total - 1, len(self.done))
                 continue
@@ -128,13 +171,15 @@ class Session:
         if not self.done:
             self.con.print("nothing to undo")
             return current
-        self.store.queue.release(current.item_id, self.who)
+        self.give_back()
         previous = self.done.pop()
-        back = self.store.queue.reclaim(previous, self.who, lease_s=self.lease_s)
+        back = self._claimed(self.store.queue.reclaim(previous, self.who,
+                                                      lease_s=self.lease_s))
         if back is None:  # labelled outside the queue, or someone else holds it now
             self.con.print(f"cannot go back to {previous}: it is held by someone else")
-            return self.store.queue.claim(self.who, lease_s=self.lease_s, rubric=self.rubric,
-                                          exclude=self.skipped) or current
+            other = self._claimed(self.store.queue.claim(
+                self.who, lease_s=self.lease_s, rubric=self.rubric, exclude=self.skipped))
+            return other or current
         self.con.print(f"back to {previous}: your new label will supersede the previous one")
         return back
 
@@ -152,12 +197,13 @@ class Session:
         try:
             check_label(data, value, key, evidence)
         except InputError as exc:
-            self.con.print(f"[red]{exc.message}[/red]; not saved")
-            self.store.queue.release(entry.item_id, self.who)
+            self.con.print(Text.assemble(styled(exc.message, "red"), "; not saved"))
+            self.give_back()
             return
         self.store.add_label(HumanLabel(item_id=entry.item_id, label=value,
                                         violated_key=key, evidence_event=evidence,
                                         annotator=self.who, note=note))
+        self.held = None
         self.done.append(entry.item_id)
         self.con.print(f"saved: {value}" + (f" {key} @ {evidence}" if key else ""))
 
@@ -195,24 +241,38 @@ class Session:
                 return options[int(raw) - 1]
             self.con.print(f"choose one of: {', '.join(options)}")
 
-    # -- display ------------------------------------------------------------------------
+    # -- display: trace text only ever as Text or plain strings, never as markup ---------
     def show(self, entry: QueueEntry, data: dict[str, Any] | None, n: int, m: int) -> None:
         con = self.con
-        con.rule(f"item {n} of {m}: {entry.item_id}")
-        con.print(f"why it is here: {entry.reason}"
-                  + ("   [bold red]SAFETY-CRITICAL[/bold red]" if entry.safety_critical else ""))
+        con.rule(Text.assemble(f"item {n} of {m}: ", text(entry.item_id)))
+        why = Text.assemble("why it is here: ", text(entry.reason))
+        if entry.safety_critical:
+            why.append_text(Text.assemble("   ", styled("SAFETY-CRITICAL", "bold red")))
+        con.print(why)
         if data is None:
-            con.print("[yellow]the item's details are not stored; label from its id[/yellow]")
+            con.print(styled("the item's details are not stored; label from its id", "yellow"))
         else:
-            con.print(Panel(str(data.get("goal") or "(no goal)"), title="goal"))
+            con.print(Panel(text(data.get("goal") or "(no goal)"), title=Text("goal")))
             con.print(ledger_table(data.get("ledger") or {}))
-            con.print(f"rubric {data.get('rubric')}: judge this "
-                      f"{str(data.get('kind', 'item')).replace('_', ' ')} "
-                      f"(event {data.get('seq')})")
-            con.print(slice_table(data.get("events") or [], int(data.get("seq") or -1)))
+            con.print(Text.assemble(
+                "rubric ", text(data.get("rubric")), ": judge this ",
+                text(str(data.get("kind", "item")).replace("_", " ")),
+                " (event ", text(data.get("seq")), ")"))
+            con.print(slice_table(data.get("events") or [], _int(data.get("seq"))))
         if self.show_judge:
             v = self.store.verdict_for_item(entry.item_id)
-            con.print(Panel(verdict_text(v), title="judge (revealed)"))
+            con.print(Panel(text(verdict_text(v)), title=Text("judge (revealed)")))
+
+
+def _console() -> Console:
+    return console()
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
 
 
 def _target_seq(item_id: str) -> str:
@@ -230,9 +290,9 @@ def ledger_table(ledger: dict[str, Any]) -> Table:
     for section in ("active", "completed", "superseded", "revoked", "failed", "expired"):
         for e in ledger.get(section) or []:
             sens = str(e.get("sensitivity", ""))
-            table.add_row(str(e.get("key")), section, str(e.get("class", "")),
-                          f"[bold red]{sens}[/bold red]" if "safety" in sens else sens,
-                          _short(e.get("value")))
+            table.add_row(text(e.get("key")), section, text(e.get("class", "")),
+                          styled(sens, "bold red") if "safety" in sens else text(sens),
+                          text(_short(e.get("value"))))
     return table
 
 
@@ -243,8 +303,8 @@ def slice_table(events: list[dict[str, Any]], target: int) -> Table:
     for ev in events:
         seq = ev.get("seq")
         mark = "→ " if seq == target else ""
-        table.add_row(f"{mark}{seq}", str(ev.get("turn", "")), str(ev.get("kind", "")),
-                      _event_text(ev), style="bold" if seq == target else None)
+        table.add_row(text(f"{mark}{seq}"), text(ev.get("turn", "")), text(ev.get("kind", "")),
+                      text(_event_text(ev)), style="bold" if seq == target else None)
     return table
 
 
@@ -275,5 +335,5 @@ def _event_text(ev: dict[str, Any]) -> str:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    s = value if isinstance(value, str) else json.dumps(value, default=str)
+    return s if len(s) <= limit else s[: limit - 1] + "…"

@@ -11,37 +11,34 @@ nothing is imported.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
-from judge.cli.common import cli_errors, die
+from judge.cli.common import cli_errors
+from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
 from judge.labels.files import read_labels, write_labels
+from judge.outputs import check_output, is_stdout
 
 app = typer.Typer(help="Human labels: export and import (JSONL).", no_args_is_help=True)
 
 
 @app.command("export")
 def export(
-    output: Path = typer.Option(..., "-o", "--output", help="labels file to write (JSONL)"),
+    output: Path = typer.Option(..., "-o", "--output",
+                                help="labels file to write (JSONL; - for standard output)"),
     annotator: str | None = typer.Option(None, "--annotator", help="only this annotator"),
     rubric: str | None = typer.Option(None, "--rubric", help="only items of this rubric"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write the stored label history as JSONL."""
     with cli_errors():
+        check_output(output)
         with open_database(db) as store:
             labels = store.labels_for(annotator=annotator, rubric=rubric)
-        tmp = output.with_name(output.name + ".tmp")
-        try:
-            n = write_labels(tmp, labels)
-            os.replace(tmp, output)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            die(f"{output}: cannot write ({exc.strerror})")
-        typer.echo(f"wrote {n} labels to {output}")
+        n = write_labels(output, labels)  # atomic for a file; in place for a device or "-"
+        echo(f"wrote {n} labels to {field(output)}", err=is_stdout(output))
 
 
 @app.command("import")

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from judge.cli.common import cli_errors
+from judge.cli.console import console as safe_console
 from judge.ledger.loader import load_scenario
 from judge.ledger.reducer import LedgerSnapshot
 
@@ -37,7 +37,7 @@ def _show(value: Any) -> str:
 
 
 def _print_text(scenario_id: str, snap: LedgerSnapshot) -> None:
-    console = Console(width=140)
+    console = safe_console(width=140)  # values, notes, keys: nothing live, no markup
     entries = Table(title=f"{scenario_id}: ledger at turn {snap.turn}")
     for col in ("key", "status", "class", "value", "sensitivity", "persistence", "source",
                 "since"):

@@ -37,7 +37,6 @@ def progress_bar(description: str, show: bool | None, *, total: int | None = Non
     if show is False or (show is None and not sys.stderr.isatty()):
         yield Bar(None, description, min_items, False)
         return
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -46,8 +45,12 @@ def progress_bar(description: str, show: bool | None, *, total: int | None = Non
         TimeRemainingColumn,
     )
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    from judge.cli.console import console
+
+    # the description may hold a model name: shown as text, never as markup
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                        MofNCompleteColumn(), TimeRemainingColumn(),
+                        console=console(stderr=True), transient=True)
     bar = Bar(progress, description, min_items, bool(show))
     try:
         if total is not None:

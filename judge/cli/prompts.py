@@ -7,6 +7,7 @@ import difflib
 import typer
 
 from judge.cli.common import cli_errors
+from judge.cli.console import echo, field
 from judge.prompts.files import list_prompts, load_prompt, prompts_root
 
 app = typer.Typer(help="Versioned judge prompts: list, show, diff.", no_args_is_help=True,
@@ -19,11 +20,12 @@ def list_cmd() -> None:
     with cli_errors():
         prompts = list_prompts()
     if not prompts:
-        typer.echo(f"no prompt files under {prompts_root()}")
+        echo(f"no prompt files under {field(prompts_root())}")
         return
     width = max(len(p.rubric) for p in prompts)
     for p in prompts:
-        typer.echo(f"{p.rubric:<{width}}  {p.version:<4}  {p.hash}  {p.description}")
+        echo(f"{field(p.rubric):<{width}}  {field(p.version):<4}  {p.hash}  "
+             f"{field(p.description)}")
 
 
 @app.command("show")
@@ -36,8 +38,8 @@ def show_cmd(
     with cli_errors():
         p = load_prompt(rubric, version)
         text = p.path.read_text(encoding="utf-8")
-    typer.echo(f"# {p.path}  {p.hash}")
-    typer.echo(text.rstrip("\n"))
+    echo(f"# {field(p.path)}  {p.hash}")
+    echo(text.rstrip("\n"))  # the file as it is, control characters shown
 
 
 @app.command("diff")
@@ -51,11 +53,11 @@ def diff_cmd(
         a, b = load_prompt(rubric, v1), load_prompt(rubric, v2)
         ta = a.path.read_text(encoding="utf-8").splitlines(keepends=True)
         tb = b.path.read_text(encoding="utf-8").splitlines(keepends=True)
-    typer.echo(f"# {rubric} {a.version}: {a.hash}")
-    typer.echo(f"# {rubric} {b.version}: {b.hash}")
+    echo(f"# {field(rubric)} {field(a.version)}: {a.hash}")
+    echo(f"# {field(rubric)} {field(b.version)}: {b.hash}")
     diff = list(difflib.unified_diff(ta, tb, fromfile=f"{rubric}/{a.version}.md",
                                      tofile=f"{rubric}/{b.version}.md"))
     if not diff:
-        typer.echo("(no differences)")
+        echo("(no differences)")
         return
-    typer.echo("".join(diff).rstrip("\n"))
+    echo("".join(diff).rstrip("\n"))

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from judge.cli.common import cli_errors, die
-from judge.errors import InputError
+from judge.cli.console import echo, field
+from judge.outputs import check_output, write_output
 
 if TYPE_CHECKING:
     from judge.reports import AgreementReport
@@ -41,7 +42,8 @@ def agreement(
     labels: Path | None = typer.Option(None, "--labels", help="human labels (JSONL)"),
     verdicts: Path | None = typer.Option(None, "--verdicts", help="verdicts (JSONL)"),
     fmt: ReportFormat = typer.Option(ReportFormat.md, "--format", help="md, json, csv or html"),
-    output: Path | None = typer.Option(None, "-o", "--output", help="file to write"),
+    output: Path | None = typer.Option(None, "-o", "--output",
+                                       help="file to write (default stdout)"),
     calibration: Path | None = typer.Option(
         None, "--calibration",
         help="calibration records folder (default $JUDGE_CALIBRATION_DIR or calibration/)"),
@@ -60,6 +62,8 @@ def agreement(
     from judge.reports import RENDERERS, report_from_files
 
     with cli_errors():
+        if output is not None:
+            check_output(output)  # before the bootstrap
         if labels is None and verdicts is None and rubric is not None:
             report = _from_store(rubric, prompt_version, model, db, calibration, n_boot, seed)
         elif labels is None or verdicts is None:
@@ -73,14 +77,10 @@ def agreement(
                 calibration), rubric=rubric, n_boot=n_boot, seed=seed)
         text = RENDERERS[fmt.value](report)
         if output is None:
-            typer.echo(text, nl=False)
+            echo(text, nl=False)
             return
-        try:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot write report ({exc.strerror})", file=str(output)) from None
-        typer.echo(f"wrote {output}", err=True)
+        write_output(output, text)
+    echo(f"wrote {field(output)}", err=True)
 
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None, db: str | None,

@@ -14,10 +14,10 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from judge.cli.common import cli_errors, die
+from judge.cli.console import console, echo, field
 from judge.cli.database import DB_HELP, open_database
 from judge.store.records import REVIEW_LEASE_S
 
@@ -80,7 +80,7 @@ def list_(
         elif not entries:
             typer.echo(f"no {state if state != 'all' else ''} entries".replace("  ", " "))
         else:
-            Console().print(_table(entries))
+            console().print(_table(entries))
 
 
 @app.command("stats")
@@ -97,7 +97,7 @@ def stats(
         if fmt == Fmt.json:
             typer.echo(json.dumps(out, indent=2))
             return
-        con = Console()
+        con = console()
         st = out["by_state"]
         con.print(f"queue: {out['total']} items — {st['open']} open, {st['claimed']} claimed, "
                   f"{st['done']} done; {out['safety_critical_pending']} safety-critical pending")
@@ -138,10 +138,10 @@ def next_(
         if fmt == Fmt.json:
             typer.echo(json.dumps(entry.to_dict() if entry else None))
         elif entry is None:
-            typer.echo(f"nothing left to review for {who}")
+            echo(f"nothing left to review for {field(who)}")
         else:
-            typer.echo(f"{entry.item_id}\t{entry.reason}\tclaimed by {who} until "
-                       f"{entry.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC")
+            echo(f"{field(entry.item_id)}\t{field(entry.reason)}\tclaimed by {field(who)} "
+                 f"until {entry.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
 @app.command("release")
@@ -167,4 +167,4 @@ def release(
                 if entry is None:
                     die(f"{item}: not in the review queue")
                 die(f"{item}: not claimed{f' by {who}' if who else ''} (state {entry.state})", 1)
-        typer.echo(f"released {item}")
+        echo(f"released {field(item)}")

@@ -17,8 +17,10 @@ from typing import Any
 import typer
 
 from judge.cli.common import cli_errors, die, warn
+from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
 from judge.errors import InputError
+from judge.outputs import check_output, is_stdout, write_output
 from judge.settings import Settings
 
 
@@ -35,7 +37,6 @@ def _progress(enabled: bool) -> Iterator[Any]:
     if not enabled or not sys.stderr.isatty():
         yield RunHooks()
         return
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -44,9 +45,11 @@ def _progress(enabled: bool) -> Iterator[Any]:
         TimeElapsedColumn,
     )
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=Console(stderr=True), transient=True,
-                        redirect_stdout=False)
+    from judge.cli.console import console
+
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console(stderr=True), transient=True, redirect_stdout=False)
     progress.start()
     traces = progress.add_task("checking traces", total=None)
     items = progress.add_task("grading items", total=0)
@@ -120,9 +123,9 @@ def run(
     from judge.suite.report import render_text
 
     if fmt is RunFormat.json:
-        typer.echo(json.dumps(summary, indent=2, default=str))
+        echo(json.dumps(summary, indent=2, default=str))
     else:
-        typer.echo(render_text(summary))
+        echo(render_text(summary))
     if summary["input_errors"]:
         for err in summary["input_errors"]:
             warn(f"error: {err}")
@@ -145,6 +148,8 @@ def report_run(
     from judge.suite.run import stored_summary
 
     with cli_errors():
+        if out is not None:
+            check_output(out)
         with open_database(database) as store:
             summary = stored_summary(store, run_id)
         renderers: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -154,7 +159,7 @@ def report_run(
             raise InputError(f"unknown format '{fmt}' (md, html, json, text)", field="--format")
         doc = renderers[fmt](summary)
         if out is None:
-            typer.echo(doc)
+            echo(doc)
         else:
-            out.write_text(doc, encoding="utf-8")
-            typer.echo(f"wrote {out}")
+            write_output(out, doc)
+            echo(f"wrote {field(out)}", err=is_stdout(out))

@@ -9,7 +9,6 @@ neither the importer nor the writer ever holds a long trace whole.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
+from judge.outputs import check_output, is_special, write_output
+from judge.safe_text import json_safe
 from judge.trace.loader import validation_error
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
@@ -82,25 +83,31 @@ def _event_dict(ev: Event) -> dict[str, Any]:
     return ev.model_dump(mode="json", exclude_none=True)
 
 
-def write_one(t: ImportedTrace, fh: IO[str]) -> None:
-    """Validate one trace and write it: one line, or header + event lines when long."""
+def trace_lines(t: ImportedTrace) -> Iterator[str]:
+    """Validate one trace and give its lines: one, or header + event lines when long."""
     _, events = _validated(t)
     buffered: list[dict[str, Any]] = []
     streaming = False
     for ev in events:
         d = _event_dict(ev)
         if streaming:
-            fh.write(_dump(d) + "\n")
+            yield _dump(d) + "\n"
             continue
         buffered.append(d)
         if len(buffered) > BUFFER_EVENTS:
             streaming = True
-            fh.write(_dump(_head(t)) + "\n")
+            yield _dump(_head(t)) + "\n"
             for b in buffered:
-                fh.write(_dump(b) + "\n")
+                yield _dump(b) + "\n"
             buffered = []
     if not streaming:
-        fh.write(_dump({**_head(t), "events": buffered}) + "\n")
+        yield _dump({**_head(t), "events": buffered}) + "\n"
+
+
+def write_one(t: ImportedTrace, fh: IO[str]) -> None:
+    """Validate one trace and write it to `fh` (see `trace_lines`)."""
+    for line in trace_lines(t):
+        fh.write(line)
 
 
 def _head(t: ImportedTrace) -> dict[str, Any]:
@@ -110,23 +117,20 @@ def _head(t: ImportedTrace) -> dict[str, Any]:
 
 
 def write_imported(traces: Iterable[ImportedTrace], out: str | Path) -> int:
-    """Stream `traces` to `out` (`.jsonl`) and return how many were written. The file appears
-    only when every trace converted: on any error the partial file is removed."""
-    target = Path(out)
-    if target.suffix != ".jsonl":
+    """Stream `traces` to `out` (`.jsonl`, a device, a FIFO or "-") and return how many were
+    written. A file appears only when every trace converted (judge.outputs: atomic for a
+    regular file, nothing temporary survives; in place for anything else)."""
+    check_output(out)  # a directory or a missing parent first: the clearer message
+    if Path(out).suffix != ".jsonl" and not is_special(out):
         raise InputError("the output of an import is a .jsonl trace file", file=str(out))
-    tmp = target.with_name(f".{target.name}.partial")
     n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for trace in traces:
-                write_one(trace, fh)
-                n += 1
-        os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write ({exc.strerror})", file=str(out)) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    def lines() -> Iterator[str]:
+        nonlocal n
+        for trace in traces:
+            for line in trace_lines(trace):
+                yield json_safe(line)  # C1, U+2028…: \u escapes, same data
+            n += 1
+
+    write_output(out, lines())
     return n

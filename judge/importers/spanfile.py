@@ -281,6 +281,22 @@ def _json_error(exc: Exception, file: str, line: int | None) -> InputError:
                       line=line)
 
 
+_INT64 = 2**63
+
+
+def _int64(text: str) -> int:
+    """An integer the streaming parser can hold too: ijson's C backend stops at 64 bits, so
+    the whole-file reader refuses the same numbers rather than reading a file it would not."""
+    value = int(text)
+    if not -_INT64 <= value < _INT64:
+        raise ValueError(f"integer overflow ({text[:24]} does not fit in 64 bits)")
+    return value
+
+
+def _loads(text: str | bytes) -> Any:
+    return json.loads(text, parse_int=_int64)
+
+
 def iter_raw(path: str | Path, *, stream: bool | None = None,
              document: Callable[[Any, _Counter, int | None], Iterator[RawSpan]] | None = None,
              ) -> Iterator[RawSpan]:
@@ -299,7 +315,7 @@ def iter_raw(path: str | Path, *, stream: bool | None = None,
                 if not raw.strip():
                     continue
                 try:
-                    doc = json.loads(raw)
+                    doc = _loads(raw)
                 except (ValueError, RecursionError) as exc:
                     raise _json_error(exc, file, lineno) from None
                 for span in doc_fn(doc, count, lineno):
@@ -308,7 +324,7 @@ def iter_raw(path: str | Path, *, stream: bool | None = None,
             return
         if not stream:
             try:
-                doc = json.loads(fh.read())
+                doc = _loads(fh.read())
             except (ValueError, RecursionError) as exc:
                 raise _json_error(exc, file, None) from None
             yield from doc_fn(doc, count, None)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from judge.errors import InputError
+from judge.outputs import check_output, is_special, write_output
+from judge.safe_text import json_safe
 from judge.trace.model import Trace
 
 
@@ -20,25 +21,20 @@ def trace_line(trace: Trace) -> str:
 def write_traces(traces: Iterable[Trace], out: str | Path) -> int:
     """Stream `traces` to `out` and return how many were written.
 
-    The file appears only when every trace converted: a bad record leaves no half-written
-    output behind (the partial file is removed and the InputError propagates).
+    A file appears only when every trace converted: a bad record leaves no half-written
+    output behind (judge.outputs: atomic for a regular file, nothing temporary survives;
+    in place for a device, a FIFO or "-" for standard output).
     """
-    target = Path(out)
-    if target.suffix != ".jsonl":
+    check_output(out)  # a directory or a missing parent first: the clearer message
+    if Path(out).suffix != ".jsonl" and not is_special(out):
         raise InputError("the output of an import is a .jsonl trace file", file=str(out))
-    tmp = target.with_name(f".{target.name}.partial")
     n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for trace in traces:
-                fh.write(trace_line(trace))
-                fh.write("\n")
-                n += 1
-        os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write ({exc.strerror})", file=str(out)) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    def lines() -> Iterator[str]:
+        nonlocal n
+        for trace in traces:
+            yield json_safe(trace_line(trace)) + "\n"  # C1, U+2028…: \u escapes, same data
+            n += 1
+
+    write_output(out, lines())
     return n

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from judge.errors import InputError
 from judge.formats import HumanLabel, Verdict
+from judge.outputs import write_output
+from judge.safe_text import json_safe
 from judge.trace.loader import validation_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -85,11 +87,16 @@ def read_verdicts(path: str | Path, *, unique: bool = True) -> list[Verdict]:
 
 
 def _write(path: str | Path, records: Iterable[BaseModel]) -> int:
+    """Atomically for a regular file, in place for a device, FIFO or "-" (judge.outputs)."""
     n = 0
-    with Path(path).open("w", encoding="utf-8") as fh:
+
+    def lines() -> Iterator[str]:
+        nonlocal n
         for record in records:
-            fh.write(record.model_dump_json(exclude_defaults=False) + "\n")
+            yield json_safe(record.model_dump_json(exclude_defaults=False)) + "\n"
             n += 1
+
+    write_output(path, lines())
     return n
 
 

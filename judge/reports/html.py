@@ -1,13 +1,14 @@
 """Agreement report as ONE self-contained HTML file: inline CSS, plots as base64 PNG, no
-scripts and no external URLs, so it reads offline."""
+scripts and no external URLs, so it reads offline. Every value from labels, verdicts or
+records is escaped (`judge.safe_text.html_text`: control characters shown, then HTML)."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from judge.reports.model import AgreementReport
 from judge.reports.text import agreement_rows, flatten, fmt, fmt_ci
+from judge.safe_text import html_text as escape  # visible, then HTML-escaped
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;
@@ -100,8 +101,8 @@ def _calibration(cal: dict[str, Any] | None) -> list[str]:
     text = (f"{cal['n']} labelled items with a confidence; agreement {fmt(cal['agreement'])}. "
             f"Raw confidence: ECE {fmt(cal['ece_raw'])}, Brier {fmt(cal['brier_raw'])}.")
     if rec:
-        text += (f" Calibration record: {escape(str(rec['method']))}, prompt "
-                 f"{escape(str(rec['prompt_version']))}, model {escape(str(rec['model']))}, "
+        text += (f" Calibration record: {rec['method']}, prompt "  # escaped once, below
+                 f"{rec['prompt_version']}, model {rec['model']}, "
                  f"threshold {fmt(rec['threshold'], 4)} for target {rec['target']}, expected "
                  f"review share {fmt(rec['expected_review_share'])}; calibrated here: ECE "
                  f"{fmt(cal['ece_calibrated'])}, Brier {fmt(cal['brier_calibrated'])} "

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from judge.reports.model import METRICS, AgreementReport
+from judge.safe_text import md_code, md_text
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -31,8 +32,10 @@ def to_json(report: AgreementReport) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
+    """A GFM table; every cell is escaped (keys, groups and reasons come from label and
+    verdict files): no cell can add a column, a line, a tag or a link."""
+    out = ["| " + " | ".join(md_text(h) for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
     return [*out, ""]
 
 
@@ -50,8 +53,8 @@ def agreement_rows(report: AgreementReport) -> list[list[str]]:
 def to_markdown(report: AgreementReport) -> str:
     a = report.agreement
     c = a.get("confusion") or {}
-    lines = [f"# {report.title}", "", f"Generated {report.generated_at}."]
-    lines += [f"- {k}: `{v}`" for k, v in report.sources.items()] + [""]
+    lines = [f"# {md_text(report.title)}", "", f"Generated {report.generated_at}."]
+    lines += [f"- {md_text(k)}: {md_code(v)}" for k, v in report.sources.items()] + [""]
     lines += [
         f"Items: {a.get('n_items')} scored and labelled; unscored {a.get('n_unscored')}, "
         f"tied {a.get('n_tied')}, unsure {a.get('n_unsure')}. Positive class: **fail**.", "",
@@ -69,7 +72,8 @@ def to_markdown(report: AgreementReport) -> str:
         lines += [f"{fmt(cpr.get('estimate'))} (95% CI {fmt_ci(cpr.get('ci'))}), observed "
                   f"judge pass rate {fmt(a.get('p_obs'))} over {a.get('n_judged')} verdicts.", ""]
     else:
-        lines += [f"n/a: {(a.get('reasons') or {}).get('corrected_pass_rate', '')}", ""]
+        lines += [f"n/a: {md_text((a.get('reasons') or {}).get('corrected_pass_rate', ''))}",
+                  ""]
     per_key = report.per_key()
     if per_key:
         lines += ["## Per ledger key", ""]
@@ -107,9 +111,10 @@ def calibration_markdown(report: AgreementReport) -> list[str]:
              f"Raw confidence: ECE {fmt(cal['ece_raw'])}, Brier {fmt(cal['brier_raw'])}."]
     rec = cal.get("record")
     if rec:
-        lines += [f"Calibration record: {rec['method']}, prompt {rec['prompt_version']}, model "
-                  f"{rec['model']}, threshold {fmt(rec['threshold'], 4)} for target "
-                  f"{rec['target']}, expected review share {fmt(rec['expected_review_share'])}. "
+        lines += [f"Calibration record: {md_text(rec['method'])}, prompt "
+                  f"{md_text(rec['prompt_version'])}, model {md_text(rec['model'])}, threshold "
+                  f"{fmt(rec['threshold'], 4)} for target {md_text(rec['target'])}, expected "
+                  f"review share {fmt(rec['expected_review_share'])}. "
                   f"Calibrated here: ECE {fmt(cal['ece_calibrated'])}, Brier "
                   f"{fmt(cal['brier_calibrated'])} (in-sample if these labels fitted the "
                   f"record; its held-out ECE is {fmt(rec['held_out_ece'])})."]
@@ -122,7 +127,7 @@ def calibration_markdown(report: AgreementReport) -> list[str]:
         lines += _table(["bin", "items", "mean confidence", "agreement"],
                         [[f"{fmt(b['lo'], 1)}–{fmt(b['hi'], 1)}", str(b["count"]),
                           fmt(b["mean_prob"]), fmt(b["frac_agreed"])] for b in bins])
-    lines += [f"### Coverage vs agreement (on {cal['coverage_on']})", ""]
+    lines += [f"### Coverage vs agreement (on {md_text(cal['coverage_on'])})", ""]
     points = cal["coverage"]
     step = max(1, len(points) // 10)
     shown = points[::step] + ([points[-1]] if (len(points) - 1) % step else [])

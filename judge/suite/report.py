@@ -1,16 +1,25 @@
-"""Render a run summary (the dict `judge.suite.run.summarize` returns) as text, md or html."""
+"""Render a run summary (the dict `judge.suite.run.summarize` returns) as text, md or html.
+
+Scenario names, trace ids, check messages and trace slices in a summary come from traces:
+every one of them is escaped for where it lands (judge.safe_text). Text shows control
+characters as escapes; Markdown and HTML are built by one function (`_document`) through a
+writer that escapes each such value for its format, so neither can carry a tag, a link, an
+image, a heading or a broken table from the content.
+"""
 
 from __future__ import annotations
 
-import html
 import json
-from typing import Any
+from typing import Any, Protocol
+
+from judge.safe_text import html_text, md_code, md_fence, md_text, visible
 
 
 def _event_line(e: dict[str, Any], width: int = 110) -> str:
+    """One event of a trace slice on one line, shortened, control characters shown."""
     kind = e.get("kind", "?")
     if kind == "elided":
-        return f"    {e.get('text', '…')}"
+        return f"    {visible(e.get('text', '…'))}"
     body: Any
     if kind in ("user", "assistant", "summary"):
         body = e.get("text", "")
@@ -21,36 +30,38 @@ def _event_line(e: dict[str, Any], width: int = 110) -> str:
                                         else json.dumps(e.get("result")))
     else:
         body = f"{e.get('key')} = {json.dumps(e.get('value'))}"
-    text = " ".join(str(body).split())
+    text = visible(" ".join(str(body).split()))
     if len(text) > width:
         text = text[: width - 1] + "…"
-    return f"    seq {e.get('seq')} turn {e.get('turn')} {kind}: {text}"
+    return f"    seq {visible(e.get('seq'))} turn {visible(e.get('turn'))} {visible(kind)}: {text}"
 
 
 def judge_line(s: dict[str, Any]) -> str:
     j = s["judge"]
-    return (f"judge {j['name']}: {j['items']} item(s) — {j['auto_accepted']} auto-accepted, "
-            f"{j['review']} sent to review, {j['unscored']} unscored, {j['overruled']} "
-            f"overruled by deterministic vetoes; {j['provider_calls']} provider call(s), "
-            f"{j['cache_hits']} from cache")
+    return (f"judge {visible(j['name'])}: {j['items']} item(s) — {j['auto_accepted']} "
+            f"auto-accepted, {j['review']} sent to review, {j['unscored']} unscored, "
+            f"{j['overruled']} overruled by deterministic vetoes; {j['provider_calls']} "
+            f"provider call(s), {j['cache_hits']} from cache")
 
 
 def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
-    lines = [f"suite {s['suite']} — run {s['run_id']}"]
+    v = visible
+    lines = [f"suite {v(s['suite'])} — run {v(s['run_id'])}"]
     lines.append("scenarios (passing repetitions):")
-    width = max((len(k) for k in s["scenarios"]), default=10)
+    names = {k: v(k) for k in s["scenarios"]}
+    width = max((len(n) for n in names.values()), default=10)
     for name, sc in sorted(s["scenarios"].items()):
         mark = "ok " if sc["passed"] == sc["total"] else "FAIL"
-        lines.append(f"  {mark} {name.ljust(width)}  {sc['text']}")
+        lines.append(f"  {mark} {names[name].ljust(width)}  {v(sc['text'])}")
     clusters = s["clusters"]
     if clusters:
         lines.append(f"failures, clustered by first divergence ({len(clusters)} signature(s)):")
         for c in clusters[:max_clusters]:
             ex = c.get("example") or {}
-            lines.append(f"  [{c['count']}×] {c['signature']}")
+            lines.append(f"  [{c['count']}×] {v(c['signature'])}")
             if ex.get("message"):
-                lines.append(f"    {ex['message']}")
-            shown = ", ".join(c["traces"][:4]) + (" …" if c["count"] > 4 else "")
+                lines.append(f"    {v(ex['message'])}")
+            shown = ", ".join(v(t) for t in c["traces"][:4]) + (" …" if c["count"] > 4 else "")
             lines.append(f"    traces: {shown}")
             if c.get("slice"):
                 lines.append("    slice from the last passing checkpoint to the divergence:")
@@ -59,9 +70,9 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
             lines.append(f"  … {len(clusters) - max_clusters} more signature(s) (--format json)")
     lines.append(judge_line(s))
     if s.get("uncalibrated_note"):
-        lines.append(f"note: {s['uncalibrated_note']}")
+        lines.append(f"note: {v(s['uncalibrated_note'])}")
     for err in s.get("input_errors", [])[:10]:
-        lines.append(f"input error: {err}")
+        lines.append(f"input error: {v(err)}")
     g = s["gate"]
     lines.append(f"quality {g['mean_quality']:.2f}, scenario pass rate "
                  f"{g['scenario_pass_rate']:.0%}, safety-critical violations "
@@ -69,68 +80,136 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
     if g["passed"]:
         lines.append("release gate: PASSED")
     else:
-        lines.append("release gate: FAILED — " + "; ".join(g["reasons"]))
+        lines.append("release gate: FAILED — " + "; ".join(v(r) for r in g["reasons"]))
     return "\n".join(lines)
 
 
-def render_markdown(s: dict[str, Any]) -> str:
+# -- Markdown and HTML from one document ---------------------------------------------------
+class _Writer(Protocol):
+    """Block-level output; inline arguments are already escaped (`t` for content, `code`,
+    `bold`), so a writer never sees raw content."""
+
+    def t(self, value: object) -> str: ...
+    def code(self, value: object) -> str: ...
+    def bold(self, inline: str) -> str: ...
+    def heading(self, level: int, inline: str) -> None: ...
+    def para(self, inline: str) -> None: ...
+    def items(self, inlines: list[str]) -> None: ...
+    def quote(self, inline: str) -> None: ...
+    def table(self, header: list[str], rows: list[list[str]]) -> None: ...
+    def pre(self, lines: list[str]) -> None: ...
+
+
+class _Markdown:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def t(self, value: object) -> str:
+        return md_text(value)
+
+    def code(self, value: object) -> str:
+        return md_code(value)
+
+    def bold(self, inline: str) -> str:
+        return f"**{inline}**"
+
+    def heading(self, level: int, inline: str) -> None:
+        self.out += ["#" * level + " " + inline, ""]
+
+    def para(self, inline: str) -> None:
+        self.out += [inline, ""]
+
+    def items(self, inlines: list[str]) -> None:
+        self.out += [f"- {i}" for i in inlines] + [""]
+
+    def quote(self, inline: str) -> None:
+        self.out += [f"> {inline}", ""]
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        self.out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        self.out += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+
+    def pre(self, lines: list[str]) -> None:
+        self.out += [*md_fence(lines), ""]
+
+
+class _Html:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def t(self, value: object) -> str:
+        return html_text(value)
+
+    def code(self, value: object) -> str:
+        return f"<code>{html_text(value)}</code>"
+
+    def bold(self, inline: str) -> str:
+        return f"<strong>{inline}</strong>"
+
+    def heading(self, level: int, inline: str) -> None:
+        self.out.append(f"<h{level}>{inline}</h{level}>")
+
+    def para(self, inline: str) -> None:
+        self.out.append(f"<p>{inline}</p>")
+
+    def items(self, inlines: list[str]) -> None:
+        self.out.append("<ul>" + "".join(f"<li>{i}</li>" for i in inlines) + "</ul>")
+
+    def quote(self, inline: str) -> None:
+        self.out.append(f"<blockquote>{inline}</blockquote>")
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        head = "".join(f"<th>{h}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        self.out.append(f"<table><tr>{head}</tr>{body}</table>")
+
+    def pre(self, lines: list[str]) -> None:
+        self.out.append("<pre>" + "\n".join(html_text(x) for x in lines) + "</pre>")
+
+
+def _document(s: dict[str, Any], w: _Writer) -> None:
     g = s["gate"]
-    out = [f"# Run {s['run_id']} — suite `{s['suite']}`", "",
-           f"**Release gate: {'PASSED' if g['passed'] else 'FAILED'}**", ""]
-    out += [f"- {r}" for r in g["reasons"]]
-    out += ["", judge_line(s)[0].upper() + judge_line(s)[1:], ""]
+    w.heading(1, f"Run {w.t(s['run_id'])} — suite {w.code(s['suite'])}")
+    w.para(w.bold(f"Release gate: {'PASSED' if g['passed'] else 'FAILED'}"))
+    if g["reasons"]:
+        w.items([w.t(r) for r in g["reasons"]])
+    line = judge_line(s)
+    w.para(w.t(line[0].upper() + line[1:]))
     if s.get("uncalibrated_note"):
-        out += [f"> {s['uncalibrated_note']}", ""]
-    out += ["## Scenarios", "", "| scenario | passing repetitions |", "|---|---|"]
-    out += [f"| {k} | {v['text']} |" for k, v in sorted(s["scenarios"].items())]
-    out += ["", "## Failures by signature", ""]
+        w.quote(w.t(s["uncalibrated_note"]))
+    w.heading(2, "Scenarios")
+    w.table(["scenario", "passing repetitions"],
+            [[w.t(k), w.t(v["text"])] for k, v in sorted(s["scenarios"].items())])
+    w.heading(2, "Failures by signature")
     if not s["clusters"]:
-        out.append("No failures.")
+        w.para("No failures.")
     for c in s["clusters"]:
         ex = c.get("example") or {}
-        out += [f"### {c['signature']} ({c['count']} trace(s))", "",
-                ex.get("message", ""), "", "Traces: " + ", ".join(c["traces"][:20]), ""]
+        w.heading(3, f"{w.t(c['signature'])} ({c['count']} trace(s))")
+        if ex.get("message"):
+            w.para(w.t(ex["message"]))
+        w.para("Traces: " + ", ".join(w.t(t) for t in c["traces"][:20]))
         if c.get("slice"):
-            out += ["```"] + [_event_line(e).strip() for e in c["slice"]] + ["```", ""]
-    out += ["## Totals", "", f"- mean quality {g['mean_quality']:.3f}",
-            f"- scenario pass rate {g['scenario_pass_rate']:.1%}",
-            f"- safety-critical violations {g['safety_critical']}",
-            f"- review share {g['review_share']:.1%}", ""]
-    return "\n".join(out)
+            w.pre([_event_line(e).strip() for e in c["slice"]])
+    w.heading(2, "Totals")
+    w.items([f"mean quality {g['mean_quality']:.3f}",
+             f"scenario pass rate {g['scenario_pass_rate']:.1%}",
+             f"safety-critical violations {g['safety_critical']}",
+             f"review share {g['review_share']:.1%}"])
+
+
+def render_markdown(s: dict[str, Any]) -> str:
+    w = _Markdown()
+    _document(s, w)
+    return "\n".join(w.out)
 
 
 def render_html(s: dict[str, Any]) -> str:
-    md = render_markdown(s)
-    body = []
-    in_code = False
-    for line in md.splitlines():
-        if line.startswith("```"):
-            body.append("</pre>" if in_code else "<pre>")
-            in_code = not in_code
-            continue
-        esc = html.escape(line)
-        if in_code:
-            body.append(esc)
-        elif line.startswith("### "):
-            body.append(f"<h3>{esc[4:]}</h3>")
-        elif line.startswith("## "):
-            body.append(f"<h2>{esc[3:]}</h2>")
-        elif line.startswith("# "):
-            body.append(f"<h1>{esc[2:]}</h1>")
-        elif line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if set("".join(cells)) <= {"-"}:
-                continue
-            body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-        elif line.startswith("- "):
-            body.append(f"<li>{esc[2:]}</li>")
-        elif line:
-            body.append(f"<p>{esc}</p>")
-    doc = "\n".join(body).replace("</tr>\n<tr>", "</tr><tr>")
-    doc = doc.replace("<tr>", "<table><tr>", 1) if "<tr>" in doc else doc
-    doc = doc.replace("</td></tr>\n<h2>", "</td></tr></table>\n<h2>", 1)
+    w = _Html()
+    _document(s, w)
     return ("<!doctype html><html><head><meta charset='utf-8'><title>judge run "
-            f"{html.escape(s['run_id'])}</title><style>body{{font-family:sans-serif;"
-            "max-width:60em;margin:2em auto}}td{border:1px solid #ccc;padding:2px 8px}"
+            f"{html_text(s['run_id'])}</title><style>body{{font-family:sans-serif;"
+            "max-width:60em;margin:2em auto}td,th{border:1px solid #ccc;padding:2px 8px}"
             "table{border-collapse:collapse}pre{background:#f4f4f4;padding:8px;"
-            f"overflow-x:auto}}</style></head><body>{doc}</body></html>")
+            "overflow-x:auto}</style></head><body>\n" + "\n".join(w.out)
+            + "\n</body></html>")
