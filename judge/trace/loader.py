@@ -16,7 +16,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace.fast import parse_trace_json, validate_event_json
+from judge.trace.depth import (  # fast, depth-bounded
+    check_header,
+    check_trace,
+    depth_error,
+    event_too_deep,
+    parse_trace_json,
+    validate_event_json,
+)
+from judge.trace.files import unusable_file
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
 
@@ -57,11 +65,13 @@ def _parse_trace(obj: Any, file: str, line: int | None) -> Trace:
     if not isinstance(obj, dict):
         raise InputError("expected a trace object", file=file, line=line)
     try:
-        return Trace.model_validate(obj)
+        trace = Trace.model_validate(obj)
     except ValidationError as exc:
         raise validation_error(exc, file, line) from None
     except ValueError as exc:  # seq ordering raised during filling
         raise InputError(str(exc), file=file, line=line) from None
+    check_trace(trace, file, line)
+    return trace
 
 
 def parse_json(text: str, file: str, line: int | None) -> Any:
@@ -97,16 +107,22 @@ def iter_trace_streams(
     """
     file = str(path)
     p = Path(path)
-    if not p.exists():
-        _fail(InputError("no such file", file=file), errors)
+    problem = unusable_file(p)
+    if problem is not None:
+        _fail(InputError(problem, file=file), errors)
         return
     if p.suffix == ".json":
         try:
             text = p.read_text(encoding="utf-8")
+            if not text or text.isspace():
+                raise InputError(EMPTY, file=file)
             trace = parse_trace_json(text) or _parse_trace(_loads(text, file, None), file, None)
         except UnicodeDecodeError as exc:
             _fail(InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file),
                   errors)
+            return
+        except OSError as exc:
+            _fail(InputError(f"cannot read ({exc.strerror})", file=file), errors)
             return
         except InputError as exc:
             _fail(exc, errors)
@@ -116,7 +132,27 @@ def iter_trace_streams(
     if p.suffix != ".jsonl":
         _fail(InputError("expected a .json or .jsonl trace file", file=file), errors)
         return
-    yield from _iter_jsonl(p, file, errors)
+    yield from _not_empty(_iter_jsonl(p, file, errors), file, errors)
+
+
+EMPTY = "no trace in the file (it is empty)"
+
+
+def _not_empty(streams: Iterator[TraceStream], file: str,
+               errors: list[InputError] | None) -> Iterator[TraceStream]:
+    """`streams`, then an error if the file held no trace and no error was found in it (a
+    file with no trace is bad input, not a check that passed); an unreadable file too."""
+    before = len(errors) if errors is not None else 0
+    found = False
+    try:
+        for stream in streams:
+            found = True
+            yield stream
+    except OSError as exc:
+        _fail(InputError(f"cannot read ({exc.strerror})", file=file), errors)
+        return
+    if not found and (errors is None or len(errors) == before):
+        _fail(InputError(EMPTY, file=file), errors)
 
 
 def _header_of(trace: Trace) -> TraceHeader:
@@ -189,6 +225,7 @@ def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator
                         header = TraceHeader.model_validate(obj)
                     except ValidationError as exc:
                         raise validation_error(exc, file, lineno) from None
+                    check_header(header, file, lineno)
                     stream = _StreamedEvents(lines, file, errors)
                     yield TraceStream(header, iter(stream), file, lineno)
                     stream.drain()
@@ -266,6 +303,9 @@ class _StreamedEvents:
             raise validation_error(exc, self._file, lineno) from None
         except ValueError as exc:
             raise InputError(str(exc), file=self._file, line=lineno) from None
+        deep = event_too_deep(ev)
+        if deep is not None:
+            raise depth_error(self._file, lineno, f"events[{self._state.position - 1}].{deep}")
         return ev
 
     def drain(self) -> None:
