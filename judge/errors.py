@@ -34,7 +34,8 @@ class InputError(JudgeError):
         self.path = path
         self.field = field
         parts = []
-        if file:
+        if file:  # a name from undecodable bytes holds surrogates: shown as escapes
+            file = file.encode("utf-8", "backslashreplace").decode("utf-8")
             parts.append(file + (f":{line}" if line is not None else ""))
         if path:
             parts.append(path)

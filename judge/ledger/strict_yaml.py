@@ -10,13 +10,14 @@ the line:
   aliases are how a 3.6 KB "billion laughs" file becomes gigabytes once expanded. The first
   `&` or `*` stops the reading, before anything is built.
 - **Merge keys** (`<<:`) are refused too (they exist to work with aliases; YAML 1.2 has none).
-- **Nesting** deeper than `MAX_DEPTH` (judge.trace.depth) is refused while composing, before
-  Python's recursion limit could be reached.
+- **Nesting** deeper than `MAX_DEPTH` lists and mappings (judge.trace.document: the limit of
+  every input document) is refused while composing, before Python's recursion limit.
 - **Only JSON's types**: YAML 1.2 booleans (true/false only: YAML 1.1 also reads yes/no/on/off,
   so `on: tool_call` or `equals: no` would silently change meaning); no implicit timestamps
   (`2024-01-01` stays a string) and no explicit tags beyond str/int/float/bool/null/seq/map
   (`!!binary`, `!!set`, `!!timestamp`, `!!python/...` are errors). An integer too long for
-  Python's int conversion is an error, not a ValueError.
+  Python's int conversion is an error, not a ValueError; a `"\ud800"` escape that is no
+  character (a lone surrogate) is an error, not text that cannot be printed or stored.
 
 PyYAML rather than ruamel.yaml: it is already the dependency, is small to import, and its
 composer and constructor have the two hooks needed (`compose_node`, `construct_mapping`);
@@ -32,7 +33,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node
 
-from judge.trace.depth import MAX_DEPTH
+from judge.trace.document import MAX_DEPTH
 
 _ALLOWED_TAGS = frozenset(f"tag:yaml.org,2002:{t}"
                           for t in ("str", "int", "float", "bool", "null", "seq", "map"))
@@ -103,6 +104,15 @@ class StrictLoader(yaml.SafeLoader):
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_str(self, node: Node) -> str:
+        value = str(super().construct_yaml_str(node))
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _error("not Unicode text (a \\ud800-\\udfff escape that is not half of a "
+                         "surrogate pair)", node) from None
+        return value
+
     def construct_yaml_int(self, node: Node) -> int:
         try:
             return int(super().construct_yaml_int(node))  # type: ignore[arg-type]
@@ -120,6 +130,7 @@ StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
     list("tTfF"))
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+StrictLoader.add_constructor("tag:yaml.org,2002:str", StrictLoader.construct_yaml_str)
 
 
 def load_yaml(text: str) -> tuple[Node | None, Any]:

@@ -16,14 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace.depth import (  # fast, depth-bounded
-    check_header,
-    check_trace,
-    depth_error,
-    event_too_deep,
-    parse_trace_json,
-    validate_event_json,
-)
+from judge.trace.document import check_document
+from judge.trace.fast import parse_trace_json, validate_event_json
 from judge.trace.files import unusable_file
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
@@ -65,24 +59,27 @@ def _parse_trace(obj: Any, file: str, line: int | None) -> Trace:
     if not isinstance(obj, dict):
         raise InputError("expected a trace object", file=file, line=line)
     try:
-        trace = Trace.model_validate(obj)
+        return Trace.model_validate(obj)
     except ValidationError as exc:
         raise validation_error(exc, file, line) from None
     except ValueError as exc:  # seq ordering raised during filling
         raise InputError(str(exc), file=file, line=line) from None
-    check_trace(trace, file, line)
-    return trace
 
 
 def parse_json(text: str, file: str, line: int | None) -> Any:
-    """json.loads with a one-line InputError naming the file and line on malformed input."""
+    """json.loads with a one-line InputError naming the file and line on malformed input,
+    and on what the fast parser refuses but json.loads reads (judge.trace.document)."""
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
                          line=line if line is not None else exc.lineno) from None
     except RecursionError:
         raise InputError("malformed JSON (nested too deeply)", file=file, line=line) from None
+    except ValueError as exc:  # an integer too long for Python to convert
+        raise InputError(f"malformed JSON ({exc})", file=file, line=line) from None
+    check_document(obj, file, line, text)
+    return obj
 
 
 _loads = parse_json
@@ -225,7 +222,6 @@ def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator
                         header = TraceHeader.model_validate(obj)
                     except ValidationError as exc:
                         raise validation_error(exc, file, lineno) from None
-                    check_header(header, file, lineno)
                     stream = _StreamedEvents(lines, file, errors)
                     yield TraceStream(header, iter(stream), file, lineno)
                     stream.drain()
@@ -233,6 +229,8 @@ def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator
                 trace = _parse_trace(obj, file, lineno)
             except InputError as exc:
                 _fail(exc, errors)
+                if '"events"' not in raw:  # a bad header (or stray event): its events go
+                    _StreamedEvents(lines, file, None).drain()  # with it, one error for all
                 continue
             yield TraceStream(_header_of(trace), iter(trace.events), file, lineno)
 
@@ -303,9 +301,6 @@ class _StreamedEvents:
             raise validation_error(exc, self._file, lineno) from None
         except ValueError as exc:
             raise InputError(str(exc), file=self._file, line=lineno) from None
-        deep = event_too_deep(ev)
-        if deep is not None:
-            raise depth_error(self._file, lineno, f"events[{self._state.position - 1}].{deep}")
         return ev
 
     def drain(self) -> None:
