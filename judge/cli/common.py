@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
+from judge.cli.lazy import ClosedStdout
 from judge.errors import InputErrors, JudgeError
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def describe_exception(exc: BaseException) -> tuple[list[str], int]:
     exception that ended a command. A closed stdout gives no line."""
     if isinstance(exc, JudgeError):
         return exc.lines(), _exit_code(exc)
-    if isinstance(exc, BrokenPipeError):
+    if isinstance(exc, BrokenPipeError | ClosedStdout):
         return [], EXIT_CLOSED_PIPE
     if isinstance(exc, OSError):
         reason = exc.strerror or _first_line(str(exc)) or type(exc).__name__
@@ -157,7 +158,7 @@ def describe_exception(exc: BaseException) -> tuple[list[str], int]:
 def report_exception(exc: BaseException) -> int:
     """Print what ended a command (one line; with --debug, the traceback first) and return
     the exit code to end with."""
-    if isinstance(exc, BrokenPipeError):
+    if isinstance(exc, BrokenPipeError | ClosedStdout):
         silence_stdout()
     elif debugging():
         import traceback
