@@ -197,6 +197,8 @@ def _argument_cases() -> list[Case]:
                                      "-o", "o.jsonl")),
         Case("args-import-deep", ("import", "tau-bench", "traces/deep-result-list-2000.json",
                                   "-o", "o.jsonl")),
+        Case("args-import-fifo", ("import", "tau-bench", "fifo.jsonl", "-o", "o.jsonl")),
+        Case("args-import-dev-zero", ("import", "openai-chat", "/dev/zero", "-o", "o.jsonl")),
         Case("args-calibrate-files-dir", ("calibrate", "files", "--labels", "plain-dir",
                                           "--verdicts", "plain-dir")),
         Case("args-db-unknown-scheme", ("review", "stats", "--db", "nosuchdb://x")),
