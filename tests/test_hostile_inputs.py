@@ -38,8 +38,9 @@ from judge.cli.main import app
 HOSTILE = Path(__file__).resolve().parent / "data" / "hostile"
 JUDGE = [sys.executable, "-m", "judge.cli.main"]
 TIMEOUT_S = 90
-#: the alias bomb and the deep YAML are refused at load: a whole process, start-up included
-FAST_S = 5.0
+#: the alias bomb is refused at load: a whole process, start-up included, on a busy machine
+#: (it took 77 s and 2 GB before; test_yaml_strict times the refusal itself: < 50 ms)
+FAST_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,9 @@ DYNAMIC_TRACES = ["dir.json", "plain-dir", "fifo.jsonl", "loop.json", "dangling.
 
 # `grade` reads traces with the same loader as `check`; these go through it too (each grade
 # process costs about a second), the ones that broke it or are its own kind of trouble.
-GRADED = {"deep-metadata-300.json", "deep-streamed-250.jsonl", "deep-args-250.json",
-          "empty.json", "empty.jsonl", "blank-lines.jsonl", "seq-5000-digits.json",
-          "invalid-utf8-line2.jsonl", "truncated.jsonl", "nul-byte-raw.json",
-          "dir.json", "fifo.jsonl", "/dev/zero", "loop.json", "huge-garbage-line.jsonl"}
+GRADED = {"deep-metadata-300.json", "deep-streamed-250.jsonl", "empty.jsonl",
+          "seq-5000-digits.json", "invalid-utf8-line2.jsonl", "dir.json", "fifo.jsonl",
+          "/dev/zero"}
 
 
 def _trace_cases() -> list[Case]:
@@ -108,13 +108,15 @@ SCENARIO_EVERYWHERE = ("duplicate-key.yaml", "alias-bomb.yaml", "invalid-regex.y
 def _scenario_cases() -> list[Case]:
     out: list[Case] = []
     for name in BAD_SCENARIOS:
-        fast = name in ("alias-bomb.yaml", "deep-flow-10000.yaml")
+        fast = name == "alias-bomb.yaml"
         out.append(Case(f"validate-{name}", ("validate", f"scenarios/{name}"), fast=fast,
                         contains=name))
         if name in SCENARIO_EVERYWHERE:
-            for cmd in (("check",), ("grade",)):
-                out.append(Case(f"{cmd[0]}-scenario-{name}",
-                                (*cmd, f"scenarios/{name}", "traces/good.json"), fast=fast,
+            for cmd in ("check", "grade"):
+                if cmd == "grade" and name not in ("alias-bomb.yaml", "duplicate-key.yaml"):
+                    continue
+                out.append(Case(f"{cmd}-scenario-{name}",
+                                (cmd, f"scenarios/{name}", "traces/good.json"), fast=fast,
                                 contains=name))
             if name != "invalid-regex.yaml":  # `ledger` uses no regex: that one is fine
                 out.append(Case(f"ledger-{name}", ("ledger", f"scenarios/{name}", "--turn",
@@ -166,8 +168,9 @@ def _labels_cases() -> list[Case]:
     out: list[Case] = []
     for name in _files("labels"):
         out.append(Case(f"labels-import-{name}", ("labels", "import", f"labels/{name}")))
-        out.append(Case(f"agreement-{name}", ("agreement", "--labels", f"labels/{name}",
-                                               "--verdicts", f"labels/{name}")))
+        if name in ("deep.jsonl", "int-5000-digits.jsonl", "invalid-utf8.jsonl"):
+            out.append(Case(f"agreement-{name}", ("agreement", "--labels", f"labels/{name}",
+                                                   "--verdicts", f"labels/{name}")))
     out.append(Case("labels-import-dir", ("labels", "import", "plain-dir")))
     out.append(Case("labels-import-fifo", ("labels", "import", "fifo.jsonl")))
     return out

@@ -236,7 +236,7 @@ def iter_openai_chat(path: str | Path, *, prefix: str | None = None,
     p = Path(path)
     file = str(path)
     stem = prefix or p.stem
-    problem = unusable_file(p)  # a FIFO or /dev/zero would be read forever
+    problem = unusable_file(p) if p.exists() else None  # a FIFO, /dev/zero: read forever
     if problem is not None:
         raise InputError(problem, file=file)
     try:

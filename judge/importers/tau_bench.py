@@ -81,7 +81,7 @@ def iter_tau_bench(path: str | Path, *, domain: str = "airline",
                    candidate: dict[str, Any] | None = None) -> Iterator[Trace]:
     """Yield one trace per record of a tau-bench historical-trajectory file."""
     file = str(path)
-    problem = unusable_file(path)  # a FIFO or /dev/zero would be read forever
+    problem = unusable_file(path) if Path(path).exists() else None  # a FIFO: read forever
     if problem is not None:
         raise InputError(problem, file=file)
     try:

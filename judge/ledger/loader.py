@@ -16,9 +16,11 @@ from pydantic import BaseModel, ValidationError
 from judge.errors import InputError
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import Scenario
-from judge.ledger.strict_yaml import StrictYAMLError, load_yaml
+from judge.ledger.strict_yaml import StrictLoader, StrictYAMLError, load_yaml
 from judge.trace.files import unusable_file
 from judge.trace.loader import first_error, format_loc
+
+_Loader = StrictLoader  # the YAML loader class `load_scenario` reads with (for yaml.load)
 
 
 @dataclass(frozen=True)
