@@ -26,9 +26,8 @@ import orjson
 import typer
 
 from judge.checks import CheckReport, check_paths
-from judge.cli.common import cli_errors, warn
+from judge.cli.common import cli_errors, load_valid_scenario, warn
 from judge.errors import InputError
-from judge.ledger.loader import load_scenario
 
 
 class OutputFormat(StrEnum):
@@ -61,7 +60,7 @@ def check(
 ) -> None:
     """Run the deterministic checks: exit 0 all eligible, 1 any vetoed, 2 bad input."""
     with cli_errors():
-        loaded = load_scenario(scenario)
+        loaded = load_valid_scenario(scenario)  # as `judge validate` checks it
     errors: list[InputError] = []
     reports = check_paths(loaded, traces, errors)
     out = sys.stdout

@@ -16,7 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
+from judge.trace.document import check_document
 from judge.trace.fast import parse_trace_json, validate_event_json
+from judge.trace.files import unusable_file
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
 
@@ -65,14 +67,19 @@ def _parse_trace(obj: Any, file: str, line: int | None) -> Trace:
 
 
 def parse_json(text: str, file: str, line: int | None) -> Any:
-    """json.loads with a one-line InputError naming the file and line on malformed input."""
+    """json.loads with a one-line InputError naming the file and line on malformed input,
+    and on what the fast parser refuses but json.loads reads (judge.trace.document)."""
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=file,
                          line=line if line is not None else exc.lineno) from None
     except RecursionError:
         raise InputError("malformed JSON (nested too deeply)", file=file, line=line) from None
+    except ValueError as exc:  # an integer too long for Python to convert
+        raise InputError(f"malformed JSON ({exc})", file=file, line=line) from None
+    check_document(obj, file, line, text)
+    return obj
 
 
 _loads = parse_json
@@ -97,16 +104,22 @@ def iter_trace_streams(
     """
     file = str(path)
     p = Path(path)
-    if not p.exists():
-        _fail(InputError("no such file", file=file), errors)
+    problem = unusable_file(p)
+    if problem is not None:
+        _fail(InputError(problem, file=file), errors)
         return
     if p.suffix == ".json":
         try:
             text = p.read_text(encoding="utf-8")
+            if not text or text.isspace():
+                raise InputError(EMPTY, file=file)
             trace = parse_trace_json(text) or _parse_trace(_loads(text, file, None), file, None)
         except UnicodeDecodeError as exc:
             _fail(InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file),
                   errors)
+            return
+        except OSError as exc:
+            _fail(InputError(f"cannot read ({exc.strerror})", file=file), errors)
             return
         except InputError as exc:
             _fail(exc, errors)
@@ -116,7 +129,27 @@ def iter_trace_streams(
     if p.suffix != ".jsonl":
         _fail(InputError("expected a .json or .jsonl trace file", file=file), errors)
         return
-    yield from _iter_jsonl(p, file, errors)
+    yield from _not_empty(_iter_jsonl(p, file, errors), file, errors)
+
+
+EMPTY = "no trace in the file (it is empty)"
+
+
+def _not_empty(streams: Iterator[TraceStream], file: str,
+               errors: list[InputError] | None) -> Iterator[TraceStream]:
+    """`streams`, then an error if the file held no trace and no error was found in it (a
+    file with no trace is bad input, not a check that passed); an unreadable file too."""
+    before = len(errors) if errors is not None else 0
+    found = False
+    try:
+        for stream in streams:
+            found = True
+            yield stream
+    except OSError as exc:
+        _fail(InputError(f"cannot read ({exc.strerror})", file=file), errors)
+        return
+    if not found and (errors is None or len(errors) == before):
+        _fail(InputError(EMPTY, file=file), errors)
 
 
 def _header_of(trace: Trace) -> TraceHeader:
@@ -196,6 +229,8 @@ def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator
                 trace = _parse_trace(obj, file, lineno)
             except InputError as exc:
                 _fail(exc, errors)
+                if '"events"' not in raw:  # a bad header (or stray event): its events go
+                    _StreamedEvents(lines, file, None).drain()  # with it, one error for all
                 continue
             yield TraceStream(_header_of(trace), iter(trace.events), file, lineno)
 
