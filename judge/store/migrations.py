@@ -289,6 +289,16 @@ def _render_memo(conn: Connection) -> None:
     """))
 
 
+@migration("0006_label_import_key")
+def _label_import_key(conn: Connection) -> None:
+    # A labels-file line without created_at is stamped when imported; its identity is its
+    # content and occurrence in the file (judge.labels.importing), so importing the file
+    # again adds nothing. NULL for every other label (unique ignores NULLs on both).
+    _run(conn,
+         "ALTER TABLE labels ADD COLUMN import_key VARCHAR",
+         "CREATE UNIQUE INDEX IF NOT EXISTS ux_labels_import_key ON labels (import_key)")
+
+
 # -- applying them -----------------------------------------------------------------------
 
 def applied(conn: Connection) -> list[str]:

@@ -184,9 +184,13 @@ class LabelRow(_Row, table=Table(
         _str("note", nullable=True),
         _json("meta"),
         _str("fingerprint", unique=True),
-        Index("ix_labels_item_annotator", "item_id", "annotator"))):
+        _str("import_key", nullable=True),  # migration 0006
+        Index("ix_labels_item_annotator", "item_id", "annotator"),
+        Index("ux_labels_import_key", "import_key", unique=True))):
     """Append-only: a newer label by the same annotator on the same item supersedes the older,
-    and both stay. `fingerprint` makes imports idempotent."""
+    and both stay. `fingerprint` (the label's content and time) and, for a file line that
+    gave no `created_at`, `import_key` (its content and occurrence) make imports idempotent
+    (judge.labels.importing)."""
 
 
 class QueueRow(_Row, table=Table(
