@@ -24,7 +24,8 @@ from judge.store.migrations import MIGRATIONS, migrate
 
 #: Every migration, in order. A new migration is added here and to EXPECTED / ADDED_BY.
 NAMES = ["0001_initial_schema", "0002_verdicts_item_run_index", "0003_grading_work",
-         "0004_drop_redundant_indexes", "0005_render_memo", "0006_label_import_key"]
+         "0004_drop_redundant_indexes", "0005_render_memo", "0006_label_import_key",
+         "0007_provider_call_validity"]
 
 #: The schema after the last migration. Column types are the words of TYPES; "serial" is an
 #: autoincrement integer id. `unique` maps PostgreSQL's constraint name to its columns (SQLite
@@ -98,6 +99,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "latency_s": "float NOT NULL",
             "raw": "json NOT NULL",
             "created_at": "time NOT NULL",
+            "invalid_reason": "text",
         },
         "primary_key": "cache_key",
         "indexes": {"ix_provider_calls_item_id": "item_id"},
@@ -248,6 +250,7 @@ ADDED_BY = {
     "0005_render_memo": [("render_memo", None)],
     "0006_label_import_key": [("labels", "column:import_key"),
                               ("labels", "ux_labels_import_key")],
+    "0007_provider_call_validity": [("provider_calls", "column:invalid_reason")],
 }
 
 #: Indexes that the released 0001 made while tables.py still declared them; 0004 drops them.

@@ -129,8 +129,12 @@ class CallRow(_Row, table=Table(
         _json("usage"),
         Column("latency_s", Float, nullable=False),
         _json("raw"),
-        _when("created_at"))):
-    """One provider call."""
+        _when("created_at"),
+        _str("invalid_reason", nullable=True))):  # migration 0007
+    """One provider call. `invalid_reason`: why its reply failed verdict validation (kept for
+    audit, never served as a final answer on a later run: judge.grading.engine). A reply
+    asked again in its place is stored under the key; the old row stays under
+    `<cache_key>#replaced-<uuid>`."""
 
 
 class RunRow(_Row, table=Table(
