@@ -26,6 +26,11 @@ and is never a final answer on a later run:
 The render memo (item digest → the first call's key and reply) is written only for a valid
 first reply and re-validated when read: it never leads to an invalid answer.
 
+Durability. With a cache that stores in the background (judge.grading.writebehind), an item's
+grading waits until its calls are stored before it returns: at any moment each worker has
+at most one call that reached the provider and is not stored, so a run killed at any point
+has lost at most `concurrency` calls, and a resumed run repeats none that was stored.
+
 Concurrency: a fixed pool of `concurrency` workers over the item list, so at most that many
 requests are in flight and no per-item task is created; cached items never wait on I/O.
 `ItemGrader` grades one item at a time under one prompt; the pipeline (judge.pipeline) runs
@@ -39,7 +44,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from judge.formats import Verdict
 from judge.grading.cache import RenderMemo
@@ -88,6 +93,14 @@ class _Miss(Exception):
     """Replay-only and the call is not cached."""
 
 
+@runtime_checkable
+class StoredWaiter(Protocol):
+    """Optional cache capability: wait until the call put under a key is stored for good
+    (judge.grading.writebehind.WriteBehindCache); a cache without it stores in `put`."""
+
+    async def wait_stored(self, cache_key: str) -> None: ...
+
+
 @dataclass
 class _Asked:
     """A reply just received from the provider, validated and stored."""
@@ -125,6 +138,7 @@ class ItemGrader:
         self.memo_keys = (MemoMaker(prompt.hash, provider.spec, params, redaction,
                                     endpoint=self.endpoint)
                           if self.memo is not None else None)
+        self.waiter: StoredWaiter | None = cache if isinstance(cache, StoredWaiter) else None
         self.base_meta: dict[str, Any] = {"display_name": provider.display_name}
         self.stamp = {"rubric": prompt.rubric, "prompt_version": prompt.version,
                       "prompt_hash": prompt.hash, "model": provider.spec}
@@ -174,6 +188,8 @@ class ItemGrader:
         usage = self.stats.usage
         for k, v in resp.usage.items():
             usage[k] = usage.get(k, 0) + v
+        if self.waiter is not None:
+            await self.waiter.wait_stored(key)
 
     async def _generate(self, request: JudgeRequest) -> ProviderResponse:
         provider = self.provider
