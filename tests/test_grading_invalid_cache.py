@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from test_grading_engine import PASS, make_item, verdict_text
 from typer.testing import CliRunner
 
 from judge.cli.main import app
@@ -29,7 +30,6 @@ from judge.store import open_store
 from judge.store.tables import CallRow
 from judge.testing.fakeserver import FakeProviderServer
 from judge.testing.faults import FakeRequest, Reply, malformed
-from test_grading_engine import PASS, make_item, verdict_text
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUND = ROOT / "examples" / "scenarios" / "refund-once"
