@@ -442,3 +442,50 @@ def test_read_label_file_stamps_undated_lines_in_order(tmp_path: Path) -> None:
                                                      "2026-05-01T00:06:00Z"}), now=at)
     assert info.value.errors[0].field == "created_at"
     assert read_label_file(tmp_path / "f.jsonl", now=at, max_skew_s=600).labels
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10**20) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=3),
+    max_leaves=8)
+_FIELDS = ["item_id", "label", "violated_key", "evidence_event", "annotator", "created_at",
+           "note", "metadata"]
+_HOSTILE_LINE = st.one_of(
+    st.text(max_size=60),
+    _JSON.map(json.dumps),
+    st.dictionaries(st.sampled_from([*_FIELDS, "extra"]),
+                    st.one_of(_JSON, st.sampled_from([ITEM, "pass", "fail", "unsure", "asha",
+                                                      "refundOnce", 4, "2026-01-01T00:00:00Z",
+                                                      "9999-01-01T00:00:00Z"])),
+                    max_size=8).map(json.dumps),
+    st.builds(lambda line: {**GOOD, **line}, st.dictionaries(
+        st.sampled_from(_FIELDS), _JSON, max_size=2)).map(json.dumps))
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_HOSTILE_LINE, min_size=1, max_size=6),
+       raw=st.binary(max_size=40))
+def test_any_file_is_imported_whole_or_refused_whole(tmp_path_factory: pytest.TempPathFactory,
+                                                     lines: list[str], raw: bytes) -> None:
+    """Whatever a labels file holds: no exception but InputError, and either every line is
+    a stored label afterwards or nothing was stored."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    path = tmp / "l.jsonl"
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + b"\n" + raw)
+    with open_store(f"sqlite:///{tmp / 'j.db'}") as s:
+        s.save_items([stored_item(ITEM)])
+        try:
+            result = import_labels(s, path)
+        except BadLabelFile as exc:
+            assert exc.errors and all(e.file == str(path) and e.line for e in exc.errors)
+            assert s.count_labels() == 0
+            return
+        except InputError as exc:  # the file as a whole (not UTF-8 at all, …)
+            assert s.count_labels() == 0 and str(path) in exc.message
+            return
+        assert s.count_labels() == result.added
+        n_lines = sum(1 for x in path.read_bytes().split(b"\n") if x.decode("utf-8").strip())
+        assert result.read == n_lines
