@@ -289,6 +289,24 @@ def _render_memo(conn: Connection) -> None:
     """))
 
 
+@migration("0006_label_import_key")
+def _label_import_key(conn: Connection) -> None:
+    # A labels-file line without created_at is stamped when imported; its identity is its
+    # content and occurrence in the file (judge.labels.importing), so importing the file
+    # again adds nothing. NULL for every other label (unique ignores NULLs on both).
+    _run(conn,
+         "ALTER TABLE labels ADD COLUMN import_key VARCHAR",
+         "CREATE UNIQUE INDEX IF NOT EXISTS ux_labels_import_key ON labels (import_key)")
+
+
+@migration("0007_provider_call_validity")
+def _provider_call_validity(conn: Connection) -> None:
+    # A reply that failed verdict validation is stored with the reason (audit) and is not
+    # served as a final answer on a later run (judge.grading.engine); NULL: valid or not
+    # validated when stored.
+    _run(conn, "ALTER TABLE provider_calls ADD COLUMN invalid_reason VARCHAR")
+
+
 # -- applying them -----------------------------------------------------------------------
 
 def applied(conn: Connection) -> list[str]:
