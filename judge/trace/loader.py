@@ -3,6 +3,12 @@
 A `.jsonl` file may also hold *streamed* traces (an extension of formats §1 for very long
 traces): a header line with every trace field except `events`, followed by one event object
 per line, until the next header. Memory then stays flat however long the trace grows.
+
+Lines are read as bytes and cut as text mode would cut them (`\n`, `\r\n` or a lone `\r`),
+then decoded one at a time: a line that is not UTF-8 is one error naming that line, and the
+lines after it are still read. `JsonlChunk` reads the whole-trace lines of a piece of such
+a file exactly as reading the whole file would (what `judge check --jobs N` hands to its
+worker processes), stopping at the first streamed trace.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -125,79 +131,135 @@ def _header_of(trace: Trace) -> TraceHeader:
                                        candidate=trace.candidate, metadata=trace.metadata)
 
 
-class _Lines:
-    """A file's lines with one line of push-back, numbered from 1."""
+def split_lines(data: bytes) -> list[bytes]:
+    """`data` cut into lines as text mode cuts them (universal newlines), ends kept."""
+    return data.splitlines(keepends=True)
 
-    def __init__(self, fh: Iterable[str], file: str = "<input>") -> None:
-        self.it = iter(fh)
+
+def file_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    """The lines of a binary file, cut as `split_lines` cuts them."""
+    for raw in fh:
+        if b"\r" in raw:  # a lone CR ends a line too, as in text mode
+            yield from raw.splitlines(keepends=True)
+        else:
+            yield raw
+
+
+class _Lines:
+    """Numbered lines (bytes, decoded one at a time) with one line of push-back."""
+
+    def __init__(self, raw: Iterable[bytes], file: str = "<input>", lineno: int = 0) -> None:
+        self.it = iter(raw)
         self.file = file
         self._pushed: tuple[int, str] | None = None
-        self.lineno = 0
+        self.lineno = lineno  # the number of the last line taken from `it`
 
     def take_pushed(self) -> tuple[int, str] | None:
         item, self._pushed = self._pushed, None
         return item
 
     def next(self) -> tuple[int, str] | None:
+        """The next line that is not blank; an undecodable line raises its InputError."""
         if self._pushed is not None:
             item, self._pushed = self._pushed, None
             return item
-        try:
-            for raw in self.it:
-                self.lineno += 1
-                if not raw.isspace():  # (no copy of a long line, unlike strip)
-                    return self.lineno, raw
-        except UnicodeDecodeError as exc:
-            raise self.broken(exc) from None
+        for data in self.it:
+            self.lineno += 1
+            try:
+                raw = data.decode()
+            except UnicodeDecodeError as exc:
+                raise self.undecodable(exc) from None
+            if not raw.isspace():  # (no copy of a long line, unlike strip)
+                return self.lineno, raw
         return None
 
-    def broken(self, exc: UnicodeDecodeError) -> InputError:
-        """The file is not UTF-8 from the next line on: stop reading it and say where."""
-        self.it = iter(())
-        self._pushed = None
-        return InputError(f"cannot decode as UTF-8 at or after this line ({exc.reason})",
-                          file=self.file, line=self.lineno + 1)
+    def undecodable(self, exc: UnicodeDecodeError) -> InputError:
+        """The error for the current line, which is not UTF-8."""
+        return InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)",
+                          file=self.file, line=self.lineno)
 
     def push(self, item: tuple[int, str]) -> None:
         self._pushed = item
 
 
 def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator[TraceStream]:
-    with p.open(encoding="utf-8") as fh:
-        lines = _Lines(fh, file)
-        while True:
-            try:
-                item = lines.next()
-            except InputError as exc:  # not UTF-8: the rest of the file is unreadable
-                _fail(exc, errors)
-                return
-            if item is None:
-                return
-            lineno, raw = item
-            if '"events"' in raw:  # a whole trace on one line: the fast path first
-                fast = parse_trace_json(raw)
-                if fast is not None:
-                    yield TraceStream(_header_of(fast), iter(fast.events), file, lineno)
-                    continue
-            try:
-                obj = _loads(raw, file, lineno)
-                if isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj:
-                    raise InputError("event line without a preceding trace header line",
-                                     file=file, line=lineno)
-                if isinstance(obj, dict) and "events" not in obj:
-                    try:
-                        header = TraceHeader.model_validate(obj)
-                    except ValidationError as exc:
-                        raise validation_error(exc, file, lineno) from None
-                    stream = _StreamedEvents(lines, file, errors)
-                    yield TraceStream(header, iter(stream), file, lineno)
-                    stream.drain()
-                    continue
-                trace = _parse_trace(obj, file, lineno)
-            except InputError as exc:
-                _fail(exc, errors)
+    with p.open("rb") as fh:
+        yield from iter_jsonl_lines(file_lines(fh), file, errors)
+
+
+def iter_jsonl_lines(raw: Iterable[bytes], file: str, errors: list[InputError] | None,
+                     first_line: int = 1) -> Iterator[TraceStream]:
+    """The traces of a `.jsonl` file's lines (`raw`, cut by `file_lines`), the first of them
+    line `first_line` and outside any streamed trace."""
+    return _iter_lines(_Lines(raw, file, first_line - 1), file, errors)
+
+
+class JsonlChunk:
+    """Consecutive lines of a `.jsonl` file, whole-trace lines only, read as the whole file's
+    reading would read them (the first line must lie outside any streamed trace).
+
+    Iterating stops before a streamed trace's header line: `stopped_at` is then its line
+    number and `rest()` that line and the ones after it in `data`, for the caller to read in
+    order with what follows (`iter_jsonl_lines`).
+    """
+
+    def __init__(self, data: bytes, file: str, first_line: int,
+                 errors: list[InputError]) -> None:
+        self.first_line = first_line
+        self.stopped_at: int | None = None
+        self._raw = split_lines(data)
+        self._lines = _Lines(self._raw, file, first_line - 1)
+        self._file = file
+        self._errors = errors
+
+    def __iter__(self) -> Iterator[TraceStream]:
+        yield from _iter_lines(self._lines, self._file, self._errors, stop_at_streamed=True)
+        pushed = self._lines.take_pushed()
+        if pushed is not None:
+            self.stopped_at = pushed[0]
+
+    def rest(self) -> list[bytes]:
+        return [] if self.stopped_at is None else self._raw[self.stopped_at - self.first_line:]
+
+
+def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
+                stop_at_streamed: bool = False) -> Iterator[TraceStream]:
+    while True:
+        try:
+            item = lines.next()
+        except InputError as exc:  # not UTF-8: that line is lost, the next one is read
+            _fail(exc, errors)
+            continue
+        if item is None:
+            return
+        lineno, raw = item
+        if '"events"' in raw:  # a whole trace on one line: the fast path first
+            fast = parse_trace_json(raw)
+            if fast is not None:
+                yield TraceStream(_header_of(fast), iter(fast.events), file, lineno)
                 continue
-            yield TraceStream(_header_of(trace), iter(trace.events), file, lineno)
+        try:
+            obj = _loads(raw, file, lineno)
+            if isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj:
+                raise InputError("event line without a preceding trace header line",
+                                 file=file, line=lineno)
+            if isinstance(obj, dict) and "events" not in obj:
+                if stop_at_streamed:
+                    lines.push(item)
+                    return
+                try:
+                    header = TraceHeader.model_validate(obj)
+                except ValidationError as exc:
+                    raise validation_error(exc, file, lineno) from None
+                stream = _StreamedEvents(lines, file, errors)
+                yield TraceStream(header, iter(stream), file, lineno)
+                stream.drain()
+                continue
+            trace = _parse_trace(obj, file, lineno)
+        except InputError as exc:
+            _fail(exc, errors)
+            continue
+        yield TraceStream(_header_of(trace), iter(trace.events), file, lineno)
 
 
 class _StreamedEvents:
@@ -214,42 +276,42 @@ class _StreamedEvents:
         lines = self._lines
         validate_json = validate_event_json
         fill = self._state.fill
-        try:
-            while not self._done:
-                item = lines.take_pushed()
-                if item is None:
-                    # Fast path: straight from the file; a line that is not a header is parsed
-                    # and validated in one go by pydantic-core. Anything else (a header, a bad
-                    # line) leaves the loop for the slow path, which words the exact error.
-                    for raw in lines.it:
-                        lines.lineno += 1
-                        if raw.isspace():
-                            continue
-                        if '"trace_id"' not in raw:
+        while not self._done:
+            item = lines.take_pushed()
+            if item is None:
+                # Fast path: straight from the file; a line that is not a header is parsed
+                # and validated in one go by pydantic-core. Anything else (a header, a bad
+                # line) leaves the loop for the slow path, which words the exact error.
+                for data in lines.it:
+                    lines.lineno += 1
+                    try:
+                        raw = data.decode()
+                    except UnicodeDecodeError as exc:
+                        raise lines.undecodable(exc) from None
+                    if raw.isspace():
+                        continue
+                    if '"trace_id"' not in raw:
+                        try:
+                            ev: Event = validate_json(raw)
+                        except ValidationError:
+                            pass
+                        else:
                             try:
-                                ev: Event = validate_json(raw)
-                            except ValidationError:
-                                pass
-                            else:
-                                try:
-                                    fill(ev)
-                                except ValueError as exc:
-                                    raise InputError(str(exc), file=self._file,
-                                                     line=lines.lineno) from None
-                                yield ev
-                                continue
-                        item = (lines.lineno, raw)
-                        break
-                    else:
-                        break
-                slow = self._slow(item)
-                if slow is None:
-                    lines.push(item)
+                                fill(ev)
+                            except ValueError as exc:
+                                raise InputError(str(exc), file=self._file,
+                                                 line=lines.lineno) from None
+                            yield ev
+                            continue
+                    item = (lines.lineno, raw)
                     break
-                yield slow
-        except UnicodeDecodeError as exc:
-            self._done = True
-            raise lines.broken(exc) from None
+                else:
+                    break
+            slow = self._slow(item)
+            if slow is None:
+                lines.push(item)
+                break
+            yield slow
         self._done = True
 
     def _slow(self, item: tuple[int, str]) -> Event | None:
