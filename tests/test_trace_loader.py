@@ -71,6 +71,43 @@ def test_streamed_trace(tmp_path: Path) -> None:
     assert second.header.trace_id == "t/1"
 
 
+def test_lines_end_as_in_text_mode_and_blank_lines_are_skipped(tmp_path: Path) -> None:
+    """LF, CRLF and a lone CR end a line; a line of (Unicode) white space is blank."""
+    p = tmp_path / "t.jsonl"
+    header = json.dumps({"trace_id": "s"})
+    event = json.dumps({"kind": "user", "text": "hi"})
+    text = (json.dumps(TRACE) + "\r\n \u3000\n\x1c\r" + header + "\r" + event + "\n\u2028\n"
+            + event + "\r\n" + json.dumps(TRACE) + "\r{bad\r" + json.dumps(TRACE))
+    p.write_bytes(text.encode())
+    errors: list[InputError] = []
+    traces = list(iter_traces(p, errors))
+    assert [t.trace_id for t in traces] == ["t/1", "s", "t/1", "t/1"]
+    assert [e.text for e in traces[1].events] == ["hi", "hi"]
+    assert [e.message for e in errors] == [
+        f"{p}:9: malformed JSON (Expecting property name enclosed in double quotes at column 2)"]
+
+
+def test_a_line_that_is_not_utf8_is_one_error_and_reading_goes_on(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    whole = json.dumps(TRACE).encode()
+    header = json.dumps({"trace_id": "s"}).encode()
+    event = json.dumps({"kind": "user", "text": "hi"}).encode()
+    p.write_bytes(b"\n".join([
+        whole,
+        whole.replace(b'"hi"', b'"h\xffi"'),  # a whole trace: the fast path refuses it
+        b'{"trace_id": "x\xc3"}',  # not a whole trace
+        header, event, event.replace(b"hi", b"\xe9t\xe9"), event,  # the trace is lost
+        header, event,
+        whole,
+    ]) + b"\n")
+    errors: list[InputError] = []
+    traces = list(iter_traces(p, errors))
+    assert [t.trace_id for t in traces] == ["t/1", "s", "t/1"]
+    assert [e.line for e in errors] == [2, 3, 6]
+    assert all("not UTF-8 text (invalid" in e.message for e in errors)
+    assert errors[0].message.startswith(f"{p}:2: not UTF-8 text (invalid start byte at byte ")
+
+
 # --- the whole-trace fast path (judge.trace.fast) against the model -------------------------
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(0, 5),

@@ -49,7 +49,9 @@ PARALLEL_MIN_BYTES = 4 << 20
 """A `.jsonl` file smaller than this is checked in this process (see benchmarks/README.md,
 "cli": below it, starting workers costs more than they save)."""
 CHUNK_BYTES = 1 << 20
-"""The size of the chunks handed to workers (whole lines: a longer line is one chunk)."""
+"""The most a chunk handed to a worker holds (whole lines: a longer line is one chunk);
+a smaller file is cut into about `WINDOW_PER_JOB` chunks per worker, of at least 64 KiB."""
+_MIN_CHUNK = 64 << 10
 WINDOW_PER_JOB = 3
 """Chunks in flight per worker: enough that a worker finishing early finds more work."""
 _PEEK_BYTES = 1 << 16
@@ -176,7 +178,8 @@ def _split_file(executor: ProcessPoolExecutor, window: int, p: Path, checker: Ch
     file = str(p)
     pending: deque[tuple[Future[ChunkResult], int, int]] = deque()
     with p.open("rb", buffering=0) as fh:
-        chunks = _chunks(fh, CHUNK_BYTES)
+        size = min(CHUNK_BYTES, max(_MIN_CHUNK, os.fstat(fh.fileno()).st_size // window))
+        chunks = _chunks(fh, size)
         try:
             while True:
                 for line, start, end in chunks:

@@ -136,13 +136,27 @@ def split_lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def file_lines(fh: IO[bytes]) -> Iterator[bytes]:
-    """The lines of a binary file, cut as `split_lines` cuts them."""
-    for raw in fh:
-        if b"\r" in raw:  # a lone CR ends a line too, as in text mode
-            yield from raw.splitlines(keepends=True)
+def file_lines(fh: IO[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """The lines of a binary file, cut as `split_lines` cuts them (read `size` bytes at a
+    time: cutting a block in C is much cheaper than reading line by line)."""
+    parts: list[bytes] = []  # the start of a line that goes on in the next block
+    while True:
+        block = fh.read(size)
+        if not block:
+            if parts:
+                yield from split_lines(b"".join(parts))
+            return
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:
+            parts.append(block)
+            continue
+        if parts:
+            parts.append(block[:cut])
+            data = b"".join(parts)
         else:
-            yield raw
+            data = block[:cut] if cut < len(block) else block
+        parts = [block[cut:]] if cut < len(block) else []
+        yield from split_lines(data)
 
 
 class _Lines:
@@ -158,20 +172,30 @@ class _Lines:
         item, self._pushed = self._pushed, None
         return item
 
-    def next(self) -> tuple[int, str] | None:
-        """The next line that is not blank; an undecodable line raises its InputError."""
+    def next(self) -> tuple[int, str | bytes] | None:
+        """The next line that is not blank; an undecodable line raises its InputError.
+
+        A line that may hold a whole trace comes undecoded (bytes: pydantic-core reads
+        UTF-8 itself, and refuses what is not), any other line as text.
+        """
         if self._pushed is not None:
             item, self._pushed = self._pushed, None
             return item
         for data in self.it:
             self.lineno += 1
-            try:
-                raw = data.decode()
-            except UnicodeDecodeError as exc:
-                raise self.undecodable(exc) from None
+            if b'"events"' in data:
+                return self.lineno, data
+            raw = self.decode(data)
             if not raw.isspace():  # (no copy of a long line, unlike strip)
                 return self.lineno, raw
         return None
+
+    def decode(self, data: bytes) -> str:
+        """The current line as text, or its InputError if it is not UTF-8."""
+        try:
+            return data.decode()
+        except UnicodeDecodeError as exc:
+            raise self.undecodable(exc) from None
 
     def undecodable(self, exc: UnicodeDecodeError) -> InputError:
         """The error for the current line, which is not UTF-8."""
@@ -233,10 +257,15 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
         if item is None:
             return
         lineno, raw = item
-        if '"events"' in raw:  # a whole trace on one line: the fast path first
+        if isinstance(raw, bytes):  # maybe a whole trace on one line: the fast path first
             fast = parse_trace_json(raw)
             if fast is not None:
                 yield TraceStream(_header_of(fast), iter(fast.events), file, lineno)
+                continue
+            try:
+                raw = lines.decode(raw)
+            except InputError as exc:
+                _fail(exc, errors)
                 continue
         try:
             obj = _loads(raw, file, lineno)
@@ -245,7 +274,7 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
                                  file=file, line=lineno)
             if isinstance(obj, dict) and "events" not in obj:
                 if stop_at_streamed:
-                    lines.push(item)
+                    lines.push((lineno, raw))
                     return
                 try:
                     header = TraceHeader.model_validate(obj)
@@ -284,15 +313,9 @@ class _StreamedEvents:
                 # line) leaves the loop for the slow path, which words the exact error.
                 for data in lines.it:
                     lines.lineno += 1
-                    try:
-                        raw = data.decode()
-                    except UnicodeDecodeError as exc:
-                        raise lines.undecodable(exc) from None
-                    if raw.isspace():
-                        continue
-                    if '"trace_id"' not in raw:
+                    if b'"trace_id"' not in data:  # (bytes: pydantic-core reads UTF-8)
                         try:
-                            ev: Event = validate_json(raw)
+                            ev: Event = validate_json(data)
                         except ValidationError:
                             pass
                         else:
@@ -303,6 +326,9 @@ class _StreamedEvents:
                                                  line=lines.lineno) from None
                             yield ev
                             continue
+                    raw = lines.decode(data)
+                    if raw.isspace():
+                        continue
                     item = (lines.lineno, raw)
                     break
                 else:
