@@ -24,10 +24,10 @@ from judge.checks.matching import (
     MISSING,
     any_glob,
     arg_matches,
-    carries,
     get_path,
     glob_match,
     result_matches,
+    text_carrier,
 )
 from judge.ledger.loader import LoadedScenario
 from judge.ledger.reducer import LedgerSnapshot
@@ -272,10 +272,11 @@ class CheckContext:
         if (ev.reason or "").strip().lower() != "compaction":
             return
         text = ev.text or ""
+        low = text.lower() if text.isascii() else None
         for key, entry in self.ledger_at().entries.items():
             if entry.status != "active" or entry.since_turn > at.turn:
                 continue
-            if carries(text, entry):
+            if text_carrier(entry)(text, low):
                 self.lost.pop(key, None)
             else:
                 self.lost[key] = at
@@ -291,11 +292,12 @@ class CheckContext:
         snap = self.ledger_at()
         value = ev.value if isinstance(ev.value, str) else json.dumps(ev.value, default=str)
         text = f"{ev.key} {value}"
+        low = text.lower() if text.isascii() else None
         for key in list(self.lost):
             entry = snap.entries.get(key)
             if entry is None:
                 continue
-            if (ev.key == key and ev.value == entry.value) or carries(text, entry):
+            if (ev.key == key and ev.value == entry.value) or text_carrier(entry)(text, low):
                 del self.lost[key]
 
     def tool_matches(self, tool: str, patterns: list[str]) -> bool:
