@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from judge.checks import run_checks  # noqa: E402
 from judge.ledger import load_scenario  # noqa: E402
-from judge.trace.loader import iter_trace_streams  # noqa: E402
+from judge.trace.loader import iter_event_streams  # noqa: E402
 
 SCENARIO = """\
 id: bench-support
@@ -152,7 +152,7 @@ def time_checks(scenario: Path, path: Path) -> tuple[float, float, int, bool]:
     t, c = time.perf_counter(), time.process_time()
     events = 0
     eligible = True
-    for stream in iter_trace_streams(path):
+    for stream in iter_event_streams(path):
         report = run_checks(loaded, stream)
         events += report.events
         eligible = eligible and report.eligible

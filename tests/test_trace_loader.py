@@ -11,7 +11,12 @@ from pydantic import ValidationError
 
 from judge.errors import InputError
 from judge.trace import Event, Trace, fast, iter_traces
-from judge.trace.fast import parse_trace_json, validate_event_json
+from judge.trace.fast import (
+    parse_trace_data,
+    parse_trace_json,
+    validate_event_data_json,
+    validate_event_json,
+)
 from judge.trace.loader import iter_trace_streams
 from judge.trace.model import ALLOWED_FIELDS, KIND_ALIASES, EventKind
 
@@ -243,6 +248,27 @@ def test_fast_trace_path_accepts_only_what_the_model_accepts_and_builds_the_same
         assert got.model_fields_set == want.model_fields_set
 
 
+@settings(max_examples=600, deadline=None)
+@given(trace=raw_trace())
+def test_dict_trace_path_accepts_what_the_fast_path_does_and_builds_the_same(
+        trace: Any) -> None:
+    """`parse_trace_data` (events as dicts, what the checks read) against the models."""
+    text = json.dumps(trace)
+    models = parse_trace_json(text)
+    data = parse_trace_data(text)
+    assert (data is None) == (models is None), trace
+    if data is None or models is None:
+        return
+    header, events = data
+    assert header.model_dump() == models.model_dump(exclude={"events"})
+    assert len(events) == len(models.events)
+    for got, want in zip(events, models.events, strict=True):
+        # the fields the input gave (and seq/turn, filled), as the model holds them
+        assert set(got) == want.model_fields_set, (got, want)
+        assert {name: got.get(name) for name in Event.model_fields} == vars(want)
+        assert got["kind"] is want.kind
+
+
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces=st.lists(raw_trace().filter(lambda t: "events" in t), min_size=1, max_size=4))
@@ -264,6 +290,7 @@ def test_fast_trace_path_takes_ordinary_traces() -> None:
     built = (fast._validate_json, validate_event_json)
     models = (Trace.__pydantic_validator__, Event.__pydantic_validator__)
     assert all(getattr(b, "__self__", None) is not m for b, m in zip(built, models, strict=True))
+    assert fast._data is not None  # and the ones to dicts
     assert parse_trace_json(json.dumps(TRACE)) is not None
     examples = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     traces = sorted(examples.glob("*/*.json"))
@@ -299,3 +326,11 @@ def test_fast_event_path_accepts_only_what_the_model_accepts(ev: Any) -> None:
         assert want is not None, f"fast path accepted what the model refuses: {ev!r}"
         assert got.model_dump() == want.model_dump()
         assert got.model_fields_set == want.model_fields_set
+    try:
+        data: dict[str, Any] | None = dict(validate_event_data_json(json.dumps(ev)))
+    except ValidationError:
+        data = None
+    assert (data is None) == (got is None), ev
+    if data is not None and got is not None:
+        assert set(data) == got.model_fields_set
+        assert {name: data.get(name) for name in Event.model_fields} == vars(got)

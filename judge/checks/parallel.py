@@ -34,11 +34,11 @@ from judge.checks.runner import Checker
 from judge.errors import InputError, JudgeError
 from judge.ledger.loader import LoadedScenario
 from judge.trace.loader import (
+    EventStream,
     JsonlChunk,
-    TraceStream,
     file_lines,
+    iter_event_streams,
     iter_jsonl_lines,
-    iter_trace_streams,
     split_lines,
 )
 
@@ -90,7 +90,7 @@ def check_and_render(loaded: LoadedScenario, paths: Iterable[str | Path],
                 yield from _split_file(executor, WINDOW_PER_JOB * jobs, p, checker, errors,
                                        fmt, verbose)
             else:
-                yield from _render(checker, iter_trace_streams(p, errors), errors, fmt,
+                yield from _render(checker, iter_event_streams(p, errors), errors, fmt,
                                    verbose)
         done = True
     finally:
@@ -98,7 +98,7 @@ def check_and_render(loaded: LoadedScenario, paths: Iterable[str | Path],
             executor.shutdown(wait=done, cancel_futures=True)
 
 
-def _render(checker: Checker, streams: Iterable[TraceStream], errors: list[InputError],
+def _render(checker: Checker, streams: Iterable[EventStream], errors: list[InputError],
             fmt: ReportFormat, verbose: bool) -> Iterator[Rendered]:
     for stream in streams:
         try:

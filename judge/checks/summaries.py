@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judge.checks.base import SEVERITY_OF_SENSITIVITY, Check, where
+from judge.checks.base import SEVERITY_OF_SENSITIVITY, Check, where_of
 from judge.checks.context import CheckContext, remember
 from judge.checks.matching import has_phrase, is_scalar, json_eq, text_carrier
 from judge.ledger.reducer import Entry, LedgerSnapshot
 from judge.ledger.scenario import EntryClass, Sensitivity, Severity
-from judge.trace.model import Event, EventKind
+from judge.trace.model import EventData, EventKind
 
 DERIVED_CLASSES = (EntryClass.GOAL, EntryClass.CONSTRAINT, EntryClass.PERMISSION)
 
@@ -60,12 +60,12 @@ class SummaryAudit(Check):
                                                           for r in self._audit.obsolete}))
         return plan
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        if ev.kind is not EventKind.SUMMARY:
+    def on_event(self, ev: EventData, ctx: CheckContext) -> None:
+        if ev["kind"] is not EventKind.SUMMARY:
             return
         self.summaries += 1
         plan = self._plan(ctx.ledger_at())
-        text = ev.text or ""
+        text = ev.get("text") or ""
         low = text.lower() if text.isascii() else None
         for entry, phrases in plan.required:
             if (not any(has_phrase(text, p) for p in phrases)
@@ -85,15 +85,15 @@ class SummaryAudit(Check):
                 reported.add(key)
                 self._retained(ev, key, phrase, sens)
 
-    def _missing(self, ev: Event, entry: Entry, phrases: list[str]) -> None:
+    def _missing(self, ev: EventData, entry: Entry, phrases: list[str]) -> None:
         hint = f" (none of {', '.join(repr(p) for p in phrases[:4])})" if phrases else ""
-        self.fail(f"summary {where(ev.turn, ev.seq)} drops {entry.class_.value} "
-                  f"`{entry.key}`{hint}", key=entry.key, seq=ev.seq, turn=ev.turn,
+        self.fail(f"summary {where_of(ev)} drops {entry.class_.value} "
+                  f"`{entry.key}`{hint}", key=entry.key, seq=ev["seq"], turn=ev["turn"],
                   severity=SEVERITY_OF_SENSITIVITY[entry.sensitivity], safety_critical=False)
 
-    def _retained(self, ev: Event, key: str, phrase: str, sens: Sensitivity | None) -> None:
-        self.fail(f"summary {where(ev.turn, ev.seq)} retains obsolete `{key}` ({phrase!r})",
-                  key=key, seq=ev.seq, turn=ev.turn,
+    def _retained(self, ev: EventData, key: str, phrase: str, sens: Sensitivity | None) -> None:
+        self.fail(f"summary {where_of(ev)} retains obsolete `{key}` ({phrase!r})",
+                  key=key, seq=ev["seq"], turn=ev["turn"],
                   severity=SEVERITY_OF_SENSITIVITY[sens or Sensitivity.NORMAL],
                   safety_critical=False)
 

@@ -9,21 +9,31 @@ then decoded one at a time: a line that is not UTF-8 is one error naming that li
 lines after it are still read. `JsonlChunk` reads the whole-trace lines of a piece of such
 a file exactly as reading the whole file would (what `judge check --jobs N` hands to its
 worker processes), stopping at the first streamed trace.
+
+`iter_trace_streams` gives each event as an `Event`; `iter_event_streams` (what the checks
+read) as an `EventData` dict, built a third faster: the same reading, lines, errors and
+rules (`judge.trace.fast`), only what the events are made into differs (`_Reader`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar, cast
 
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace.fast import parse_trace_json, validate_event_json
-from judge.trace.model import Event, PositionState, Trace, TraceHeader
+from judge.trace.fast import (
+    header_of,
+    parse_trace_data,
+    parse_trace_json,
+    validate_event_data_json,
+    validate_event_json,
+)
+from judge.trace.model import Event, EventData, PositionState, Trace, TraceHeader
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -94,6 +104,50 @@ class TraceStream:
     line: int | None
 
 
+@dataclass
+class EventStream:
+    """`TraceStream` with each event an `EventData` dict (what the checks read)."""
+
+    header: TraceHeader
+    events: Iterator[EventData]
+    file: str
+    line: int | None
+
+
+E = TypeVar("E", Event, EventData)
+S = TypeVar("S", TraceStream, EventStream)
+
+
+@dataclass(frozen=True)
+class _Reader(Generic[E, S]):
+    """What the events of a file are made into, by the one reading of it."""
+
+    whole: Callable[[str | bytes], tuple[TraceHeader, list[E]] | None]  # fast, or None
+    events_of: Callable[[Trace], list[E]]  # of a trace validated the careful way
+    event: Callable[[str | bytes], E]  # one event line, fast (raises ValidationError)
+    from_model: Callable[[Event], E]  # one event validated the careful way
+    fill: Callable[[PositionState], Callable[[E], None]]
+    stream: Callable[[TraceHeader, Iterator[E], str, int | None], S]
+
+
+def _whole_models(text: str | bytes) -> tuple[TraceHeader, list[Event]] | None:
+    trace = parse_trace_json(text)
+    return None if trace is None else (header_of(trace), trace.events)
+
+
+def _data_of(trace: Trace) -> list[EventData]:
+    return [cast(EventData, vars(ev)) for ev in trace.events]
+
+
+_MODELS: _Reader[Event, TraceStream] = _Reader(
+    _whole_models, lambda t: t.events, validate_event_json, lambda ev: ev,
+    lambda state: state.fill, TraceStream)
+_DATA: _Reader[EventData, EventStream] = _Reader(
+    parse_trace_data, _data_of, validate_event_data_json,
+    lambda ev: cast(EventData, vars(ev)),
+    lambda state: cast(Callable[[EventData], None], state.fill_data), EventStream)
+
+
 def iter_trace_streams(
     path: str | Path, errors: list[InputError] | None = None
 ) -> Iterator[TraceStream]:
@@ -101,6 +155,18 @@ def iter_trace_streams(
 
     With `errors` given, a bad trace is recorded there and skipped; without it, raised.
     """
+    return _iter_file(path, errors, _MODELS)
+
+
+def iter_event_streams(
+    path: str | Path, errors: list[InputError] | None = None
+) -> Iterator[EventStream]:
+    """`iter_trace_streams` with each event an `EventData` dict (for the checks)."""
+    return _iter_file(path, errors, _DATA)
+
+
+def _iter_file(path: str | Path, errors: list[InputError] | None,
+               reader: _Reader[E, S]) -> Iterator[S]:
     file = str(path)
     p = Path(path)
     if not p.exists():
@@ -109,7 +175,10 @@ def iter_trace_streams(
     if p.suffix == ".json":
         try:
             text = p.read_text(encoding="utf-8")
-            trace = parse_trace_json(text) or _parse_trace(_loads(text, file, None), file, None)
+            found = reader.whole(text)
+            if found is None:
+                trace = _parse_trace(_loads(text, file, None), file, None)
+                found = header_of(trace), reader.events_of(trace)
         except UnicodeDecodeError as exc:
             _fail(InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file),
                   errors)
@@ -117,18 +186,13 @@ def iter_trace_streams(
         except InputError as exc:
             _fail(exc, errors)
             return
-        yield TraceStream(_header_of(trace), iter(trace.events), file, None)
+        yield reader.stream(found[0], iter(found[1]), file, None)
         return
     if p.suffix != ".jsonl":
         _fail(InputError("expected a .json or .jsonl trace file", file=file), errors)
         return
-    yield from _iter_jsonl(p, file, errors)
-
-
-def _header_of(trace: Trace) -> TraceHeader:
-    """The header of a validated trace (its fields are valid already)."""
-    return TraceHeader.model_construct(trace_id=trace.trace_id, scenario=trace.scenario,
-                                       candidate=trace.candidate, metadata=trace.metadata)
+    with p.open("rb") as fh:
+        yield from _iter_lines(_Lines(file_lines(fh), file), file, errors, reader)
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -206,48 +270,39 @@ class _Lines:
         self._pushed = item
 
 
-def _iter_jsonl(p: Path, file: str, errors: list[InputError] | None) -> Iterator[TraceStream]:
-    with p.open("rb") as fh:
-        yield from iter_jsonl_lines(file_lines(fh), file, errors)
-
-
 def iter_jsonl_lines(raw: Iterable[bytes], file: str, errors: list[InputError] | None,
-                     first_line: int = 1) -> Iterator[TraceStream]:
-    """The traces of a `.jsonl` file's lines (`raw`, cut by `file_lines`), the first of them
-    line `first_line` and outside any streamed trace."""
-    return _iter_lines(_Lines(raw, file, first_line - 1), file, errors)
+                     first_line: int = 1) -> Iterator[EventStream]:
+    """`iter_event_streams` of a `.jsonl` file's lines (`raw`, cut by `file_lines`), the
+    first of them line `first_line` and outside any streamed trace."""
+    return _iter_lines(_Lines(raw, file, first_line - 1), file, errors, _DATA)
 
 
 class JsonlChunk:
     """Consecutive lines of a `.jsonl` file, whole-trace lines only, read as the whole file's
-    reading would read them (the first line must lie outside any streamed trace).
+    reading would read them (the first line must lie outside any streamed trace), each
+    trace an `EventStream`.
 
     Iterating stops before a streamed trace's header line: `stopped_at` is then its line
-    number and `rest()` that line and the ones after it in `data`, for the caller to read in
-    order with what follows (`iter_jsonl_lines`).
+    number, for the caller to read from there on, in order (`iter_jsonl_lines`).
     """
 
     def __init__(self, data: bytes, file: str, first_line: int,
                  errors: list[InputError]) -> None:
-        self.first_line = first_line
         self.stopped_at: int | None = None
-        self._raw = split_lines(data)
-        self._lines = _Lines(self._raw, file, first_line - 1)
+        self._lines = _Lines(split_lines(data), file, first_line - 1)
         self._file = file
         self._errors = errors
 
-    def __iter__(self) -> Iterator[TraceStream]:
-        yield from _iter_lines(self._lines, self._file, self._errors, stop_at_streamed=True)
+    def __iter__(self) -> Iterator[EventStream]:
+        yield from _iter_lines(self._lines, self._file, self._errors, _DATA,
+                               stop_at_streamed=True)
         pushed = self._lines.take_pushed()
         if pushed is not None:
             self.stopped_at = pushed[0]
 
-    def rest(self) -> list[bytes]:
-        return [] if self.stopped_at is None else self._raw[self.stopped_at - self.first_line:]
-
 
 def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
-                stop_at_streamed: bool = False) -> Iterator[TraceStream]:
+                reader: _Reader[E, S], stop_at_streamed: bool = False) -> Iterator[S]:
     while True:
         try:
             item = lines.next()
@@ -258,9 +313,9 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
             return
         lineno, raw = item
         if isinstance(raw, bytes):  # maybe a whole trace on one line: the fast path first
-            fast = parse_trace_json(raw)
-            if fast is not None:
-                yield TraceStream(_header_of(fast), iter(fast.events), file, lineno)
+            found = reader.whole(raw)
+            if found is not None:
+                yield reader.stream(found[0], iter(found[1]), file, lineno)
                 continue
             try:
                 raw = lines.decode(raw)
@@ -280,31 +335,31 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
                     header = TraceHeader.model_validate(obj)
                 except ValidationError as exc:
                     raise validation_error(exc, file, lineno) from None
-                stream = _StreamedEvents(lines, file, errors)
-                yield TraceStream(header, iter(stream), file, lineno)
+                stream = _StreamedEvents(lines, file, reader)
+                yield reader.stream(header, iter(stream), file, lineno)
                 stream.drain()
                 continue
             trace = _parse_trace(obj, file, lineno)
         except InputError as exc:
             _fail(exc, errors)
             continue
-        yield TraceStream(_header_of(trace), iter(trace.events), file, lineno)
+        yield reader.stream(header_of(trace), iter(reader.events_of(trace)), file, lineno)
 
 
-class _StreamedEvents:
+class _StreamedEvents(Generic[E, S]):
     """Events of a streamed trace: one per line until the next header line."""
 
-    def __init__(self, lines: _Lines, file: str, errors: list[InputError] | None) -> None:
+    def __init__(self, lines: _Lines, file: str, reader: _Reader[E, S]) -> None:
         self._lines = lines
         self._file = file
-        self._errors = errors
+        self._reader: _Reader[E, S] = reader
         self._state = PositionState()
         self._done = False
 
-    def __iter__(self) -> Iterator[Event]:
+    def __iter__(self) -> Iterator[E]:
         lines = self._lines
-        validate_json = validate_event_json
-        fill = self._state.fill
+        validate_json = self._reader.event
+        fill = self._reader.fill(self._state)
         while not self._done:
             item = lines.take_pushed()
             if item is None:
@@ -315,7 +370,7 @@ class _StreamedEvents:
                     lines.lineno += 1
                     if b'"trace_id"' not in data:  # (bytes: pydantic-core reads UTF-8)
                         try:
-                            ev: Event = validate_json(data)
+                            ev = validate_json(data)
                         except ValidationError:
                             pass
                         else:
@@ -340,7 +395,7 @@ class _StreamedEvents:
             yield slow
         self._done = True
 
-    def _slow(self, item: tuple[int, str]) -> Event | None:
+    def _slow(self, item: tuple[int, str]) -> E | None:
         """Parse one line the careful way: None for a header line, else the event or an
         InputError naming the file, line and field."""
         lineno, raw = item
@@ -348,8 +403,8 @@ class _StreamedEvents:
         if not (isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj):
             return None
         try:
-            ev = Event.model_validate(obj)
-            self._state.fill(ev)
+            ev: E = self._reader.from_model(Event.model_validate(obj))
+            self._reader.fill(self._state)(ev)
         except ValidationError as exc:
             raise validation_error(exc, self._file, lineno) from None
         except ValueError as exc:
