@@ -216,3 +216,14 @@ def test_a_closed_stdout_ends_quietly_with_141(tmp_path: Path, jobs: str) -> Non
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141
     assert err == ""
+
+
+def test_jobs_must_be_positive(tmp_path: Path) -> None:
+    d = scenario_dir(tmp_path)
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(PASS))
+    judge = Path(sys.executable).parent / "judge"
+    done = subprocess.run([str(judge), "check", str(d), str(one), "--jobs", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "--jobs" in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from operator import itemgetter
 from typing import Any, Required, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -152,13 +153,18 @@ def fill_positions(events: list[Event]) -> None:
         state.fill(ev, i)
 
 
+_SEQ, _TURN = itemgetter("seq"), itemgetter("turn")
+
+
 def fill_data_positions(events: list[dict[str, Any]]) -> None:
     """`fill_positions` for events as dicts (`EventData` without `seq`/`turn` maybe)."""
-    seqs = [ev.get("seq") for ev in events]
-    if None not in seqs and None not in [ev.get("turn") for ev in events]:
-        given = cast(list[int], seqs)
-        if given == sorted(set(given)):
-            return
+    try:
+        seqs = list(map(_SEQ, events))
+        complete = None not in seqs and None not in map(_TURN, events)
+    except KeyError:  # a position not given
+        complete = False
+    if complete and seqs == sorted(set(seqs)):
+        return
     state = PositionState()
     for i, ev in enumerate(events):
         state.fill_data(ev, i)
