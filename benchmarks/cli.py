@@ -70,37 +70,24 @@ def bye(name: str = typer.Option("you", help="who")) -> None:
     typer.echo(f"bye {name}")
 
 
-def threshold(scenario: Path, d: Path, a: argparse.Namespace, jobs: int) -> None:
-    """`--jobs 1` against `--jobs J` with every file split, on small files."""
-    out = d / "out"
-    py = sys.executable
-    for n in (25, 50, 100, 200, 400, 800):
-        path = d / f"t{n}.jsonl"
-        write_traces(path, n, a.events_per_trace, compaction_every=a.compaction_every)
-        base = [py, "-c", SPLIT_ALL, "check", str(scenario), str(path), "--format", "json"]
-        r = best({"1": lambda base=base: run([*base, "--jobs", "1"], out),
-                  "j": lambda base=base: run([*base, "--jobs", str(jobs)], out)}, a.repeat)
-        size = path.stat().st_size / 2**20
-        print(f"{n:>4} traces, {size:5.2f} MiB: --jobs 1 wall {r['1'][0]:.3f} s, --jobs "
-              f"{jobs} (split) wall {r['j'][0]:.3f} s = {r['j'][0] / r['1'][0]:.2f}x  "
-              f"(cpu {r['1'][1]:.3f} / {r['j'][1]:.3f} s)")
-
-
 if __name__ == "__main__":
     app()
 '''
 
 JSON_LOADS = "import json, sys\nfor line in open(sys.argv[1]):\n    json.loads(line)\n"
+# `judge` from wherever PYTHONPATH points (--baseline: the code before)
+BASELINE = ("import sys\nfrom judge.cli.main import main\nsys.argv[0] = 'judge'\nmain()\n")
 # `judge check` with every .jsonl file split, however small (for --threshold)
 SPLIT_ALL = ("import sys\nimport judge.checks.parallel as p\np.PARALLEL_MIN_BYTES = 0\n"
              "from judge.cli.main import main\nsys.argv[0] = 'judge'\nmain()\n")
 
 
-def run(cmd: list[str], out: Path | None = None) -> tuple[float, float, float, int]:
+def run(cmd: list[str], out: Path | None = None,
+        env: dict[str, str] | None = None) -> tuple[float, float, float, int]:
     """(wall s, cpu s, max RSS MiB, exit code) of one process, its output to `out`."""
     with open(out or os.devnull, "wb") as fh:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.PIPE, env=ENV)
+        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.PIPE, env=env or ENV)
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -224,6 +211,9 @@ def main() -> None:
                     help="comma-separated --jobs values for `judge check` (json; jsonl and "
                          "text at the last one)")
     ap.add_argument("--threshold", action="store_true")
+    ap.add_argument("--baseline", type=Path,
+                    help="a checkout of the code before (e.g. main): its `judge check "
+                         "--format json` joins the interleaved runs, its output compared")
     a = ap.parse_args()
     jobs = [int(j) for j in a.jobs.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -273,12 +263,18 @@ def main() -> None:
         for fmt in ("jsonl", "text"):
             commands[f"{fmt} -j{last}"] = (lambda fmt=fmt: run([*check, "--format", fmt,
                                                                 "--jobs", str(last)], out))
+        before = [py, "-P", "-c", BASELINE, "check", str(scenario), str(big), "--format", "json"]
+        if a.baseline:
+            benv = {**ENV, "PYTHONPATH": str(a.baseline.resolve())}
+            commands["baseline"] = lambda: run(before, out, benv)
         print(load())
         r = best(commands, a.repeat)
         print(load())
         print(line("python -c: json.loads of every line", r["loads"]))
+        if a.baseline:
+            print(line(f"before ({a.baseline}): judge check ... --format json", r["baseline"]))
         for name in commands:
-            if name != "loads":
+            if name not in ("loads", "baseline"):
                 fmt, j = name.split()
                 print(line(f"judge check SCENARIO big.jsonl --format {fmt} --jobs {j[2:]}",
                            r[name]))
@@ -290,9 +286,13 @@ def main() -> None:
         for j in jobs:
             run([*check, "--format", "json", "--jobs", str(j)], out)
             outputs.append(out.read_bytes())
+        if a.baseline:
+            run(before, out, benv)
+            outputs.append(out.read_bytes())
         same = all(o == outputs[0] for o in outputs)
         print(f"output of --format json: {len(outputs[0]) / 2**20:.1f} MiB, identical for "
-              f"--jobs {', '.join(map(str, jobs))}: {same}")
+              f"--jobs {', '.join(map(str, jobs))}{' and before' if a.baseline else ''}: "
+              f"{same}")
         if not same:
             raise SystemExit("outputs differ between --jobs values")
 
@@ -337,7 +337,7 @@ def threshold(scenario: Path, d: Path, a: argparse.Namespace, jobs: int) -> None
     for n in (25, 50, 100, 200, 400, 800):
         path = d / f"t{n}.jsonl"
         write_traces(path, n, a.events_per_trace, compaction_every=a.compaction_every)
-        base = [py, "-c", SPLIT_ALL, "check", str(scenario), str(path), "--format", "json"]
+        base = [py, "-P", "-c", SPLIT_ALL, "check", str(scenario), str(path), "--format", "json"]
         r = best({"1": lambda base=base: run([*base, "--jobs", "1"], out),
                   "j": lambda base=base: run([*base, "--jobs", str(jobs)], out)}, a.repeat)
         size = path.stat().st_size / 2**20
