@@ -8,8 +8,11 @@ checked by real worker processes (forked, as in production).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -227,3 +230,50 @@ def test_jobs_must_be_positive(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "--jobs" in done.stderr
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_until_idle(pids: list[int], timeout: float = 60) -> None:
+    """Until every one of `pids` has been asleep (not running) at two looks in a row."""
+    assert pids
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while quiet < 2 and time.monotonic() < deadline:
+        states = [Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for p in pids]
+        quiet = quiet + 1 if all(st == "S" for st in states) else 0
+        time.sleep(0.2)
+    assert quiet >= 2, "the workers never went idle"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_interrupt_exits_130_without_a_traceback(tmp_path: Path, jobs: str) -> None:
+    d = scenario_dir(tmp_path)
+    p = tmp_path / "big.jsonl"
+    p.write_text("".join(trace_line(i, vetoed=False) + "\n" for i in range(20_000)))
+    judge = Path(sys.executable).parent / "judge"
+    proc = subprocess.Popen([str(judge), "check", str(d), str(p), "--jobs", jobs],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100)  # checking has begun; it waits on the full pipe now,
+    if jobs != "1":
+        wait_until_idle(children(proc.pid))  # and its workers, their chunks done, for more
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the command and its workers
+    proc.stdout.read()
+    assert proc.wait(timeout=60) == 130
+    assert "Traceback" not in proc.stderr.read().decode()
