@@ -334,3 +334,12 @@ def test_fast_event_path_accepts_only_what_the_model_accepts(ev: Any) -> None:
     if data is not None and got is not None:
         assert set(data) == got.model_fields_set
         assert {name: data.get(name) for name in Event.model_fields} == vars(got)
+
+
+def test_an_unreadable_path_is_one_error(tmp_path: Path) -> None:
+    for name in ("dir.jsonl", "dir.json"):
+        (tmp_path / name).mkdir()
+        errors: list[InputError] = []
+        assert list(iter_traces(tmp_path / name, errors)) == []
+        assert [e.message for e in errors] == [
+            f"{tmp_path / name}: cannot read the file (Is a directory)"]

@@ -183,6 +183,9 @@ def _iter_file(path: str | Path, errors: list[InputError] | None,
             _fail(InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file),
                   errors)
             return
+        except OSError as exc:  # a directory, no permission...
+            _fail(_unreadable(exc, file), errors)
+            return
         except InputError as exc:
             _fail(exc, errors)
             return
@@ -191,8 +194,20 @@ def _iter_file(path: str | Path, errors: list[InputError] | None,
     if p.suffix != ".jsonl":
         _fail(InputError("expected a .json or .jsonl trace file", file=file), errors)
         return
-    with p.open("rb") as fh:
-        yield from _iter_lines(_Lines(file_lines(fh), file), file, errors, reader)
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        _fail(_unreadable(exc, file), errors)
+        return
+    with fh:
+        try:
+            yield from _iter_lines(_Lines(file_lines(fh), file), file, errors, reader)
+        except OSError as exc:  # a directory opens, and fails on reading
+            _fail(_unreadable(exc, file), errors)
+
+
+def _unreadable(exc: OSError, file: str) -> InputError:
+    return InputError(f"cannot read the file ({exc.strerror or exc})", file=file)
 
 
 def split_lines(data: bytes) -> list[bytes]:
