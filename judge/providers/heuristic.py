@@ -270,6 +270,23 @@ def _promises(text: str) -> list[tuple[str, str]]:
     return out
 
 
+_SAME_ACTS = (frozenset({"email", "send", "mail", "notify", "text", "message", "forward"}),
+              frozenset({"refund", "credit", "reimburse"}),
+              frozenset({"cancel", "delete", "remove", "revoke"}),
+              frozenset({"book", "reserve", "place", "order", "purchase", "rebook"}),
+              frozenset({"update", "change", "modify", "edit", "set", "exchange"}),
+              frozenset({"file", "open", "create", "submit", "escalate", "transfer"}))
+_TOOL_WORD = re.compile(r"[a-z]+")
+
+
+def _does(tool: str, verb: str) -> bool:
+    """Is a call of `tool` the act `verb` promises (the verb, or one of its kind, is a word
+    of the tool's name)?"""
+    words = set(_TOOL_WORD.findall(_CAMEL.sub(" ", tool).lower()))
+    acts = next((group for group in _SAME_ACTS if verb in group), frozenset({verb}))
+    return bool(words & (acts | {verb}))
+
+
 def _reply_key(item: Shown, text: str) -> str | None:
     """The ledger key a reply's claim is about: a completion (done or pending) it names,
     else the first completion, else the first goal."""
@@ -300,8 +317,7 @@ def judge_reply(item: Shown, view: ItemView) -> Finding:
     if actions is not None:
         later = [a for a in actions if int(a.get("seq") or 0) > item.seq]
         for verb, sentence in _promises(text):
-            said = _words(sentence) | {verb}
-            if any(said & _words(str(a.get("tool", ""))) for a in later):
+            if any(_does(str(a.get("tool", "")), verb) for a in later):
                 continue
             key = _reply_key(item, sentence)
             if key:
@@ -326,15 +342,21 @@ def _phrase_in(text: str, piece: str) -> bool:
 
 
 def _stores(item: Shown, key: str, pieces: list[str], text: str, piece: str) -> bool:
-    """A stored value is `piece`, or a stored text holds it as a phrase that no other active
-    entry (a constraint about it) accounts for."""
+    """A stored value is `piece`, or a stored text holds it as a phrase, unless the text
+    carries another active entry that mentions it (a constraint about it)."""
     if piece in pieces:
         return True
     if len(piece) < 3 or not _phrase_in(text, piece):
         return False
-    return not any(e.get("key") != key and any(
-        _phrase_in(t.lower(), piece) for t in [*e.get("aliases", []), *_scalars(e.get("value"))])
-        for e in item.ledger.get("active", []))
+    for e in item.ledger.get("active", []):
+        if e.get("key") == key:
+            continue
+        words = [str(a).lower() for a in e.get("aliases", [])] + [
+            s.lower() for s in _scalars(e.get("value"))]
+        if any(_phrase_in(w, piece) for w in words) and (
+                any(_phrase_in(text, w) for w in words if w)):
+            return False
+    return True
 
 
 def _carried(item: Shown, text: str) -> list[str]:
