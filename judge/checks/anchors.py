@@ -54,8 +54,9 @@ def _specs(loaded: LoadedScenario) -> dict[int, _Spec]:
     shared: dict[tuple[str, str], _Spec] = {}
     for i, d in enumerate(loaded.ledger.deltas):
         if d.after_tool is not None:
-            sig = ("tool", repr((d.after_tool, [m.model_dump() for m in d.after_result])))
-            spec = shared.get(sig) or _Spec(d.after_tool, list(d.after_result))
+            matchers = list(d.after_result or [])
+            sig = ("tool", repr((d.after_tool, [m.model_dump() for m in matchers])))
+            spec = shared.get(sig) or _Spec(d.after_tool, matchers)
         elif d.at_seq is None and d.op is Op.COMPLETE and d.key in subgoals:
             g = subgoals[d.key]
             sig = ("subgoal", g.key)

@@ -183,7 +183,7 @@ def validate_scenario(loaded: LoadedScenario,
     for i, d in enumerate(sc.ledger):
         if d.after_tool is not None:
             tool(("ledger", i, "after_tool"), d.after_tool)
-        for j, rm in enumerate(d.after_result):
+        for j, rm in enumerate(d.after_result or []):
             regex(("ledger", i, "after_result", j, "matches"), rm.matches)
     for i, t in enumerate(rules.memory.tools):
         tool((*r, "memory", "tools", i), t)

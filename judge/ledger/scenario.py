@@ -91,7 +91,7 @@ class Delta(_Strict):
     note: str | None = None
     at_seq: int | None = Field(default=None, ge=1)
     after_tool: str | None = Field(default=None, min_length=1)
-    after_result: list[ResultMatcher] = Field(default_factory=list)
+    after_result: list[ResultMatcher] | None = None  # None (not []) so a dump omits it
 
     @model_validator(mode="after")
     def _one_anchor(self) -> Delta:
