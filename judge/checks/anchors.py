@@ -89,6 +89,8 @@ def trace_effects(loaded: LoadedScenario, events: Iterable[Event]) -> list[Effec
         while next_turn < len(turns) and turns[next_turn] <= turn:
             first_of_turn[turns[next_turn]] = seq
             next_turn += 1
+        if not unique and next_turn == len(turns) and next_at == len(at_seqs):
+            break  # every turn and seq placed, and no result to look for
         while next_at < len(at_seqs) and at_seqs[next_at] < seq:
             if last is not None:
                 turn_at[at_seqs[next_at]] = last[1]

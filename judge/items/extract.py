@@ -116,6 +116,8 @@ def _safety_critical(loaded: LoadedScenario, kind: str, target: dict[str, Any],
 
 def _reply_picks(events: list[Event], uses: list[RubricUse]) -> dict[int, list[str]]:
     """Which assistant replies each `on: assistant` use grades: index -> rubric names."""
+    if not uses:
+        return {}
     replies = [i for i, ev in enumerate(events) if ev.kind is EventKind.ASSISTANT]
     if not replies:
         return {}
@@ -207,9 +209,12 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
         return []
     events = trace.events
     picks = _reply_picks(events, [u for u in uses if u.on == "assistant"])
+    kinds = {u.on for u in uses}
     chosen: list[tuple[int, list[str]]] = []
     for index, ev in enumerate(events):
         kind = ev.kind.value
+        if kind not in kinds:
+            continue
         if kind == "assistant":
             names = picks.get(index, [])
         else:
