@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_properties as reducer_cases  # its delta-list strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from judge.checks import run_checks
 from judge.checks.anchors import trace_effects, trace_timeline
 from judge.cli.main import app
+from judge.errors import LedgerError
 from judge.items import Item, extract_items
 from judge.ledger import load_scenario
 from judge.ledger.loader import LoadedScenario
@@ -354,3 +356,31 @@ def test_the_ledger_before_each_event_holds_exactly_the_deltas_that_took_effect_
         assert sorted(s.value for s in snap.superseded) == sorted(
             v for k in want for v in [deltas[i]["value"] for i in applied
                                       if deltas[i]["key"] == k][:-1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(reducer_cases.guided_delta_lists())
+def test_with_applied_rebuilds_the_reviewed_ledger_at_every_turn(
+        raw: list[dict[str, Any]]) -> None:
+    """Applying a turn's prefix of the deltas (in any per-key-ordered interleaving) gives
+    exactly the ledger the reviewed reduction holds at that turn."""
+    deltas = [Delta.model_validate(x) for x in raw]
+    try:
+        ledger = Ledger.reduce(deltas)
+    except LedgerError:
+        return
+    for t in sorted({d.turn for d in deltas} | {max(d.turn for d in deltas) + 1}):
+        upto = [i for i, d in enumerate(deltas) if d.turn <= t]
+        # interleave keys differently, keeping each key's own order
+        by_key: dict[str, list[int]] = {}
+        for i in upto:
+            by_key.setdefault(deltas[i].key, []).append(i)
+        order = [i for k in sorted(by_key, reverse=True) for i in by_key[k]]
+        want = ledger.at(t)
+        got = ledger.with_applied(order, t)
+        assert got.entries == want.entries
+        assert sorted(map(repr, got.superseded)) == sorted(map(repr, want.superseded))
+    same = [i for i, d in enumerate(deltas) if d.key == deltas[0].key]
+    if len(same) >= 2:  # a key's deltas out of their order are refused
+        with pytest.raises(ValueError, match="applied after delta"):
+            ledger.with_applied(list(reversed(same)), 0)
