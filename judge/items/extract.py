@@ -8,7 +8,7 @@ never shown as already done.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, cast
 
 from judge.checks.anchors import trace_timeline
 from judge.checks.replies import SourceIndex
@@ -253,7 +253,7 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
         sc = _safety_critical(loaded, kind, dicts[index], ledger)
         mutating = kind == "tool_call" and any(
             fnmatchcase(ev.tool or "", g) for g in mutating_tools)
-        item_kind: ItemKind = kind  # type: ignore[assignment]
+        item_kind = cast(ItemKind, kind)  # tool_call, summary, assistant or state_write
         extra: dict[str, Any] = {}
         if kind == "assistant" and replies is not None:
             extra = {"unsupported": replies.unsupported(index),
