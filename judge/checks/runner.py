@@ -17,7 +17,9 @@ from judge.checks.completion import (
     completion_summary,
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
+from judge.checks.memory import MemoryWrites
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
+from judge.checks.replies import ReplySupport
 from judge.checks.report import CheckReport
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
@@ -31,6 +33,7 @@ _data = cast(Callable[[Event], EventData], vars)
 CHECKS: tuple[type[Check], ...] = (
     ForbiddenCalls, Scope, StaleValues, LookupBeforeMutate, ConfirmationBeforeWrite,
     CompletionCheck, PostCompletionMutation, SuccessClaims, Budgets, Checkpoints, SummaryAudit,
+    MemoryWrites, ReplySupport,
 )
 
 

@@ -146,7 +146,8 @@ class MemoMaker:
         h = self._base.copy()
         content = (item.item_id, item.trace_id, item.seq, item.turn, item.rubric, item.kind,
                    item.goal, item.ledger, item.events, item.target, sorted(item.ledger_keys),
-                   sorted(item.slice_seqs), item.safety_critical, item.candidate)
+                   sorted(item.slice_seqs), item.safety_critical, item.candidate,
+                   item.unsupported, item.end_state, item.actions)
         try:
             h.update(orjson.dumps(content, option=_ORJSON_OPTS, default=str))
         except TypeError:  # e.g. an integer beyond 64 bits
