@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from judge.checks.matching import iter_scalars
+from judge.drafting.yamltext import has_surrogate
 
 
 def _words(text: str) -> frozenset[str]:
@@ -119,7 +120,8 @@ def id_value(value: Any, key: str) -> bool:
         return False
     if isinstance(value, int):
         return id_key(key)
-    if not isinstance(value, str) or not value or len(value) > 128 or value != value.strip():
+    if (not isinstance(value, str) or not value or len(value) > 128 or value != value.strip()
+            or has_surrogate(value)):  # (a scenario cannot hold it, so no rule can name it)
         return False
     if id_key(key):
         return True
@@ -154,7 +156,7 @@ def id_args(args: dict[str, Any]) -> list[tuple[str, str | int]]:
 
 
 def _addressable(key: object) -> bool:
-    return isinstance(key, str) and key != "" and "." not in key
+    return isinstance(key, str) and key != "" and "." not in key and not has_surrogate(key)
 
 
 def result_scalars(result: Any, limit: int) -> list[str | int | float]:

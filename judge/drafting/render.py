@@ -131,8 +131,11 @@ def _rules(o: _Out, draft: Draft) -> None:
     others = draft.kind("handoff") + draft.kind("unclassified")
     for t in others:
         o.note(f"{t.kind}: {t.name} ({'; '.join(t.reasons)})", 2)
-    _tools(o, "allowed_tools", draft.tools,
-           "every tool seen; a call of any other tool is a veto" if draft.tools else None)
+    if draft.tools:
+        _tools(o, "allowed_tools", draft.tools,
+               "every tool seen; a call of any other tool is a veto")
+    else:
+        o.note("no tool call seen, so no allow-list (allowed_tools)", 2)
     if draft.lookups:
         o.add("  lookups:", "the id came from an earlier successful result, in every call seen")
         for lk in draft.lookups:

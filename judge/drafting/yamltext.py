@@ -23,7 +23,9 @@ _SIMPLE = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII without `"` and `\`
 
 
 def quote(text: str) -> str:
-    """`text` as a YAML double-quoted scalar that loads back as exactly `text`."""
+    """`text` as a YAML double-quoted scalar that loads back as exactly `text` — except a
+    lone surrogate (JSON can carry one), which no scenario string may hold (pydantic refuses
+    it), written as U+FFFD."""
     if _SIMPLE.fullmatch(text):
         return f'"{text}"'
     out = ['"']
@@ -34,10 +36,17 @@ def quote(text: str) -> str:
             out.append(c)
         else:
             o = ord(c)
-            out.append(f"\\x{o:02x}" if o <= 0xFF
-                       else f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
+            if 0xD800 <= o <= 0xDFFF:
+                out.append("\ufffd")
+            else:
+                out.append(f"\\x{o:02x}" if o <= 0xFF
+                           else f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
     out.append('"')
     return "".join(out)
+
+
+def has_surrogate(text: str) -> bool:
+    return not text.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 def scalar(value: str | int) -> str:
@@ -63,5 +72,9 @@ _GLOB = re.compile(r"([*?\[])")
 
 def literal_glob(name: str) -> str:
     """A tool name as a glob that matches exactly that name (`*`, `?`, `[` bracketed), since
-    every tool field of a scenario is a glob."""
-    return _GLOB.sub(r"[\1]", name)
+    every tool field of a scenario is a glob. A lone surrogate, which a scenario cannot hold,
+    becomes `?` (any one character), so the glob still matches the name."""
+    out = _GLOB.sub(r"[\1]", name)
+    if has_surrogate(out):
+        out = "".join("?" if 0xD800 <= ord(c) <= 0xDFFF else c for c in out)
+    return out
