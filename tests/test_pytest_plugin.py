@@ -7,10 +7,10 @@ with traces) and runs pytest on it in-process, then reads the outcomes and the o
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -295,13 +295,42 @@ def test_the_warning_class_is_importable_for_filters() -> None:
     assert JudgeWarning.__module__ == "judge.pytest_plugin"
 
 
-def test_readme_snippet_is_a_valid_configuration(pytester: pytest.Pytester) -> None:
-    """The pyproject.toml form the README shows."""
-    pytester.makepyprojecttoml(textwrap.dedent("""\
-        [tool.pytest.ini_options]
-        testpaths = ["scenarios"]
-        judge_scenarios = ["scenario.yaml"]
-        judge_traces = ["*.json", "*.jsonl"]
-        """))
+def test_the_readme_configuration_runs_as_shown(pytester: pytest.Pytester) -> None:
+    """The pyproject.toml block of the README's "Use it in your test suite"."""
+    readme = (EXAMPLES.parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it in your test suite", 1)[1].split("\n## ", 1)[0]
+    (toml,) = re.findall(r"```toml\n(.*?)```", section, flags=re.S)
+    pytester.makepyprojecttoml(toml)
+    pytester.mkdir("tests")
     example(pytester, "refund-once")
-    run(pytester).assert_outcomes(passed=1, failed=2)
+    result = run(pytester, "-v")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        ["scenarios/refund-once/scenario.yaml::refund-once::refund-once/pass PASSED*"])
+
+
+def test_the_warning_points_at_the_trace_and_hostile_text_is_escaped(
+        pytester: pytest.Pytester) -> None:
+    ini(pytester)
+    d = example(pytester, "refund-once", "pass.json")
+    text = (d / "scenario.yaml").read_text()
+    (d / "scenario.yaml").write_text(text.replace("max_steps: 10", "max_steps: 2"))
+    evil = trace("run-2", scenario="other\x1b]0;pwned\x07")
+    (d / "more.jsonl").write_text(json.dumps(trace("run-1")) + "\n" + json.dumps(evil) + "\n")
+    result = run(pytester, "--continue-on-collection-errors")
+    result.assert_outcomes(passed=2, errors=1, warnings=2)
+    out = result.stdout.str()
+    assert "scenarios/refund-once/more.jsonl:1: JudgeWarning: run-1: eligible, but" in out
+    assert "for scenario 'other\\x1b]0;pwned\\x07', not 'refund-once'" in out
+    assert "\x1b" not in out and "\x07" not in out
+
+
+def test_an_item_run_twice_gets_its_report_twice(pytester: pytest.Pytester) -> None:
+    """A rerun (pytest-rerunfailures, --lf in one session) checks the file again."""
+    ini(pytester)
+    example(pytester, "refund-once", "fail-second-refund.json")
+    items, _ = pytester.inline_genitems(*ARGS)
+    (item,) = items
+    for _ in range(2):
+        with pytest.raises(Exception, match="a second refund of an already refunded order"):
+            item.runtest()

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.checks.context import MAX_SCALARS_PER_RESULT
+from judge.checks.context import MAX_LOOKUP_VALUES, MAX_SCALARS_PER_RESULT
 from judge.checks.matching import any_regex
 from judge.drafting.classify import acknowledgement, id_args, result_scalars
 from judge.ledger.scenario import Confirmation
@@ -31,8 +31,9 @@ from judge.trace.model import Event, EventKind, TraceHeader
 MAX_VALUES = 50  # distinct values kept per argument path
 MAX_SOURCE_SETS = 1_000  # distinct sets of source tools kept per argument path
 MAX_ENTITIES = 5_000  # distinct ids kept over all traces
-MAX_SEEN = 100_000  # result scalars remembered per trace (as the check's MAX_LOOKUP_VALUES)
-MAX_USER_TEXT = 1_000_000  # characters of user text searched for ids per trace
+MAX_SEEN = MAX_LOOKUP_VALUES  # result scalars remembered per trace, as the check does
+MAX_USER_TEXT = 200_000  # characters of user text searched for ids per trace
+MAX_ACK_TRIES = 50  # successful results of a tool searched for an acknowledgement
 MAX_TRACE_IDS = 20
 
 
@@ -214,15 +215,15 @@ class Observation:
             return
         t.ok += 1
         st.ok_by_tool[name] += 1
-        if t.ack is None:
+        if t.ack is None and t.ok <= MAX_ACK_TRIES:
             t.ack = acknowledgement(ev.result)
         seen = st.seen
         for v in result_scalars(ev.result, MAX_SCALARS_PER_RESULT):
             tools = seen.get(v)
             if tools is None:
-                if len(seen) >= MAX_SEEN:
-                    continue
                 tools = seen[v] = set()
+                if len(seen) > MAX_SEEN:  # the oldest goes, as in the check (which keeps
+                    del seen[next(iter(seen))]  # fewer tools' values: never fewer of them)
             tools.add(name)
 
 

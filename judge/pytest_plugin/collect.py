@@ -81,15 +81,16 @@ class ScenarioFile(pytest.File):
         try:
             loaded = load_scenario(shown)
         except InputError as exc:
-            raise self.CollectError(exc.message) from None
+            raise self.CollectError(printable(exc.message)) from None
         problems = validate_scenario(loaded)
         if problems:
-            raise self.CollectError("\n".join(p.message for p in problems))
+            raise self.CollectError("\n".join(printable(p.message) for p in problems))
         draft = unreviewed(loaded)
         if draft is not None:
             if self.plugin.strict:
-                raise self.CollectError(draft.message + " (refused under --judge-strict)")
-            self.warn(JudgeWarning(draft.message))
+                raise self.CollectError(printable(draft.message)
+                                        + " (refused under --judge-strict)")
+            self.warn(JudgeWarning(printable(draft.message)))
         node: ScenarioNode = ScenarioNode.from_parent(self, name=printable(loaded.scenario.id))
         node.loaded = loaded
         node.plugin = self.plugin
@@ -124,8 +125,8 @@ class ScenarioNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         files = self.trace_files()
         if not files:
-            self.warn(JudgeWarning(f"{self.loaded.file}: no trace file matches judge_traces "
-                                   f"({', '.join(self.plugin.traces)})"))
+            self.warn(JudgeWarning(printable(f"{self.loaded.file}: no trace file matches "
+                                             f"judge_traces ({', '.join(self.plugin.traces)})")))
         names: set[str] = set()
         sid = self.loaded.scenario.id
         for file in files:
@@ -163,9 +164,11 @@ class ScenarioNode(pytest.Collector):
             if self._checker is None:
                 self._checker = Checker(self.loaded)
             self._reports[file] = self._check_file(file, self._checker)
-        reports = self._reports[file]
-        found = reports.pop(line, None)
-        if not reports:
+        found = self._reports[file].pop(line, None)
+        if found is None:  # asked twice (a rerun): check the file again
+            assert self._checker is not None
+            found = self._check_file(file, self._checker).pop(line, None)
+        if not self._reports[file]:
             del self._reports[file]
         if found is None:
             return InputError("this trace is no longer in the file (changed since collection)",
@@ -254,17 +257,18 @@ class TraceItem(pytest.Item):
         if self.parent.plugin.strict:
             raise JudgeFailure(f"{report.diagnosis()}\n  trace: {where}\n  (failed checks "
                                "that are not vetoes fail under --judge-strict)", *crash)
-        warnings.warn(JudgeWarning(  # shown in pytest's warnings summary
-            f"{printable(self.trace_id)}: eligible, but {len(failures)} check(s) failed "
-            f"(quality score {report.quality_score:.2f}); first: {printable(first.message)}"),
-            stacklevel=1)
+        warnings.warn_explicit(  # shown in pytest's warnings summary, at the trace's line
+            JudgeWarning(f"{printable(self.trace_id)}: eligible, but {len(failures)} check(s) "
+                         f"failed (quality score {report.quality_score:.2f}); first: "
+                         f"{printable(first.message)}"),
+            JudgeWarning, filename=shown, lineno=self.line or 1)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
         if isinstance(excinfo.value, JudgeFailure):
             return excinfo.value.repr
         if isinstance(excinfo.value, InputError):
-            return excinfo.value.message
+            return printable(excinfo.value.message)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -282,7 +286,7 @@ class BadTrace(pytest.Collector):
         self.error = error
 
     def collect(self) -> list[pytest.Item]:
-        raise self.CollectError(self.error.message)
+        raise self.CollectError(printable(self.error.message))
 
 
 def _shown(path: Path, config: pytest.Config) -> Path:
