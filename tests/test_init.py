@@ -207,6 +207,7 @@ def test_tau_bench_draft_finds_the_lookups_the_reviewers_wrote(tmp_path: Path,
     # the draft offers it commented out, saying so, and lists the ids that came from nowhere
     partial = {(lk.mutate, lk.arg): (lk.held, lk.calls) for lk in result.draft.partial_lookups}
     assert partial[("update_reservation_flights", "payment_id")] == (100, 104)
+    assert partial[("cancel_reservation", "reservation_id")] == (68, 69)  # (README)
     assert ('  #   - {mutate: "update_reservation_flights", arg: "payment_id", lookup: '
             '["get_reservation_details", "get_user_details"]}  # 100 of 104 calls'
             in result.text)
