@@ -25,6 +25,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("grade", "judge.cli.grade", "grade",
           "Grade the judge items of traces against a scenario, after the deterministic "
           "checks."),
+    Entry("init", "judge.cli.init", "init",
+          "Draft a scenario from traces (tools, writes, lookups, ledger) for a person to "
+          "review."),
     Entry("label", "judge.cli.label", "label",
           "Label review items: interactively from the queue, or one item with --item/--label."),
     Entry("ledger", "judge.cli.ledger", "ledger",

@@ -334,6 +334,9 @@ class Scenario(_Strict):
     id: str = Field(min_length=1)
     goal: str = Field(min_length=1)
     description: str | None = None
+    # `draft`: written by `judge init` and not yet reviewed by a person (`judge validate`
+    # warns; `--strict` refuses it). Absent means reviewed.
+    status: Literal["draft", "reviewed"] = "reviewed"
     ledger: list[Delta] = Field(default_factory=list)
     rules: Rules = Field(default_factory=Rules)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
