@@ -35,6 +35,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "ledger": _PRE_JUDGE | {"checks", "importers"},
     "checks": _PRE_JUDGE | {"importers"},
     "importers": _PRE_JUDGE | {"checks", "ledger"},
+    "diff": _PRE_JUDGE | {"checks", "importers"},  # traces against a baseline: no judge
     "items": _PRE_JUDGE - {"items"},
     "request": _EVERYTHING,
     "redaction": _EVERYTHING - {"request"},  # the adapter takes the settings' Redaction type
