@@ -227,8 +227,10 @@ def test_components_across_the_example_suite(tmp_path: Path) -> None:
     """Retention, supersession and completion from the checks of the example scenarios,
     scope from the verdicts; every rate is its numerator over its denominator."""
     suite = tmp_path / "s.yaml"
-    scen = [{"scenario": str(SCEN / n), "traces": [str(SCEN / n / "*.json")]}
-            for n in ("test-account-compaction", "browser-correction", "refund-once")]
+    names = ("test-account-compaction", "browser-correction", "refund-once")
+    for n in names:  # under the manifest's directory
+        shutil.copytree(SCEN / n, tmp_path / n)
+    scen = [{"scenario": n, "traces": [f"{n}/*.json"]} for n in names]
     suite.write_text(yaml.safe_dump({"suites": {"nightly": {
         "rubrics": ["scope_fidelity", "summary_fidelity"], "scenarios": scen,
         "release": {"max_review_share": 1.0, "min_scenario_pass_rate": 0.0}}}}))
