@@ -264,7 +264,7 @@ def test_cli_exit_codes_and_formats(tmp_path: Path) -> None:
     assert [d["trace_id"] for d in doc["diffs"]] == ["same", "drifted"]
     assert doc["diffs"][1]["drifts"][0] == {
         "kind": "presence", "what": "missing", "tool": "refund_order", "baseline_seq": 4,
-        "seq": None, "path": None, "read_only": False, "counted": True,
+        "seq": None, "path": None, "read_only": False, "failed": False, "counted": True,
         "message": "refund_order at seq 4: baseline call missing from the trace",
         "baseline": {"orderId": "order-17", "amountCents": 4200}}
     rc, out, _ = run(str(base), str(many), "--format", "jsonl")

@@ -50,13 +50,15 @@ class Drift:
     baseline: Any = MISSING
     actual: Any = MISSING
     read_only: bool = False
+    failed: bool = False  # the call's result reported an error (it changed nothing)
     counted: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "what": self.what, "tool": self.tool,
                              "baseline_seq": self.baseline_seq, "seq": self.seq,
                              "path": self.path, "read_only": self.read_only,
-                             "counted": self.counted, "message": self.message}
+                             "failed": self.failed, "counted": self.counted,
+                             "message": self.message}
         if self.baseline is not MISSING:
             d["baseline"] = self.baseline
         if self.actual is not MISSING:
@@ -95,12 +97,15 @@ def _presence(c: Call, what: str, opts: DiffOptions) -> Drift:
     side = "baseline call missing from the trace" if what == "missing" else \
         "extra call, not in the baseline"
     lookup = " (a read-only lookup)" if c.read_only else ""
-    return Drift("presence", what, f"{c.tool} at seq {c.seq}: {side}{lookup}", tool=c.tool,
+    failed = " (its result was an error)" if c.error is not None else ""
+    return Drift("presence", what, f"{c.tool} at seq {c.seq}: {side}{lookup}{failed}",
+                 tool=c.tool,
                  baseline_seq=c.seq if what == "missing" else None,
                  seq=c.seq if what == "extra" else None,
                  baseline=c.args if what == "missing" else MISSING,
                  actual=c.args if what == "extra" else MISSING,
-                 read_only=c.read_only, counted=not c.read_only or opts.count_lookups)
+                 read_only=c.read_only, failed=c.error is not None,
+                 counted=not c.read_only or opts.count_lookups)
 
 
 def _show(v: Any) -> str:
