@@ -299,3 +299,20 @@ def test_cli_scenario_rules_and_hostile_text(tmp_path: Path) -> None:
     assert rc == 0 and "\x1b" not in out and "\\x1b" in out
     rc, out, _ = run(str(tmp_path / "b.json"), str(tmp_path / "e.json"), "--format", "json")
     assert "\x1b" not in out and json.loads(out)["diffs"][0]["trace_id"].startswith("evil\x1b")
+
+
+@PROPS
+@given(st.lists(arg_values, max_size=6), st.randoms())
+def test_property_lists_compare_as_multisets(values: list[Any], rnd: Any) -> None:
+    shuffled = list(values)
+    rnd.shuffle(shuffled)
+    assert same(values, shuffled) and same(shuffled, values)
+    assert not same(values, [*values, "extra"])
+
+
+@PROPS
+@given(st.text(max_size=200))
+def test_property_reply_facts_never_fail(text: str) -> None:
+    facts = reply_facts(text)
+    assert all(isinstance(f, str) and f for f in facts)
+    assert reply_facts(text + " and that is all.") == facts | set()

@@ -289,3 +289,24 @@ def test_old_summaries_still_render(tmp_path: Path) -> None:
         rc, out, err = judge("report", "run", "old", "--format", fmt, "--db", db)
         assert rc == 0, err
         assert "changes" not in out.lower()
+
+
+def test_recovery_reaches_the_run_summary(tmp_path: Path) -> None:
+    """tau-bench runs hold failed tool calls: the recovery figure of a suite run counts them
+    (through the forked checker, as a run takes it)."""
+    tau = Path(__file__).resolve().parent.parent / "examples" / "data" / "tau-bench-airline" / \
+        "historical_trajectories" / "gpt-4o-airline.json"
+    shutil.copytree(SCEN / "tau-airline", tmp_path / "tau-airline")
+    (tmp_path / "tau.json").write_text(json.dumps(json.loads(tau.read_text())[:40]))
+    suite = tmp_path / "s.yaml"
+    suite.write_text(yaml.safe_dump({"suites": {"nightly": {
+        "rubrics": [], "scenarios": [{"scenario": "tau-airline", "traces": [
+            {"path": "tau.json", "format": "tau-bench"}]}],
+        "release": {"max_review_share": 1.0, "min_scenario_pass_rate": 0.0,
+                    "max_safety_critical": 1000}}}}))
+    s = run(suite, f"sqlite:///{tmp_path / 'j.db'}")
+    rec = s["components"]["recovery"]
+    assert rec["denominator"] > 0 and 0 <= rec["numerator"] <= rec["denominator"]
+    per_trace = sum(t["components"]["recovery"][1] for t in s["traces"])
+    assert per_trace == rec["denominator"]
+    assert s["repetitions"]["tau-airline"]["components"]["recovery"] == rec
