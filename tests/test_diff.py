@@ -294,9 +294,11 @@ def test_cli_scenario_rules_and_hostile_text(tmp_path: Path) -> None:
                      "--scenario", str(scen), "--fail-on", "presence")
     assert rc == 1 and "refund_order" in out
     evil = trace("evil\x1b]52;c;aGk=\x07", USER, call("refund\x1b[2J_order", orderId="x"),
-                 result("refund\x1b[2J_order"))
+                 result("refund\x1b[2J_order"), call("x\n  presence  fake line", a=1))
     rc, out, _ = run(str(write(tmp_path, "b.json", BASE)), str(write(tmp_path, "e.json", evil)))
     assert rc == 0 and "\x1b" not in out and "\\x1b" in out
+    assert not any(line.startswith("  presence  fake") for line in out.splitlines())
+    assert len(out.splitlines()) == 1 + len(diff_traces(BASE, evil).drifts)
     rc, out, _ = run(str(tmp_path / "b.json"), str(tmp_path / "e.json"), "--format", "json")
     assert "\x1b" not in out and json.loads(out)["diffs"][0]["trace_id"].startswith("evil\x1b")
 

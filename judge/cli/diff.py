@@ -58,7 +58,7 @@ def diff(
 ) -> None:
     """Compare traces with a baseline trajectory: presence, argument and terminal drift."""
     from judge.diff import DiffOptions, ReadOnlyPolicy, diff_traces
-    from judge.safe_text import json_safe, visible
+    from judge.safe_text import json_safe
     from judge.trace import iter_traces
 
     with cli_errors():
@@ -85,7 +85,7 @@ def diff(
             elif fmt is DiffFormat.json:
                 results.append(d.to_dict())
             else:
-                echo(visible(render_text(d), keep="\n"))
+                echo(render_text(d))
             if d.same_task is False:
                 warn(f"{trace.trace_id}: scenario {trace.scenario} is not the baseline's "
                      f"({base.scenario})")
@@ -123,14 +123,19 @@ def _baseline(path: Path, trace_id: str | None) -> Trace:
 
 
 def render_text(d: TraceDiff) -> str:
-    """One trace's diff for people: a headline, then one line per drift."""
+    """One trace's diff for people: a headline, then one line per drift; every line with its
+    control characters (line breaks included) shown as escapes, so trace text cannot add a
+    line or drive the terminal."""
+    from judge.safe_text import one_line
+
     c = d.counts
     total = sum(c.values())
     head = (f"{d.trace_id} vs baseline {d.baseline_id}: "
             + (f"{total} drift(s) (presence {c['presence']}, argument {c['argument']}, "
                f"terminal {c['terminal']})" if total else "no drift"))
-    lines = [head]
+    lines = [one_line(head)]
     for dr in d.drifts:
         tag = dr.kind if dr.counted else "lookup"
-        lines.append(f"  {tag:<9} {dr.message}" + ("" if dr.counted else " [not counted]"))
+        lines.append(f"  {tag:<9} {one_line(dr.message)}"
+                     + ("" if dr.counted else " [not counted]"))
     return "\n".join(lines)
