@@ -149,6 +149,9 @@ def test_other_scenario_is_reported() -> None:
     t = BASE.model_copy(update={"trace_id": "x", "scenario": "other"})
     assert diff_traces(BASE, t).same_task is False
     assert diff_traces(BASE, BASE.model_copy(update={"scenario": None})).same_task is None
+    t0 = BASE.model_copy(update={"metadata": {"task_id": 0}})
+    t1 = BASE.model_copy(update={"metadata": {"task_id": 1}})
+    assert diff_traces(t0, t1).same_task is False and diff_traces(t0, t0).same_task is True
 
 
 # --- properties ---------------------------------------------------------------------------

@@ -87,8 +87,9 @@ def diff(
             else:
                 echo(render_text(d))
             if d.same_task is False:
-                warn(f"{trace.trace_id}: scenario {trace.scenario} is not the baseline's "
-                     f"({base.scenario})")
+                warn(f"{trace.trace_id}: not the baseline's task (scenario {trace.scenario}, "
+                     f"task_id {trace.metadata.get('task_id')}; baseline: {base.scenario}, "
+                     f"{base.metadata.get('task_id')})")
             for e in errors[shown:]:
                 warn(f"error: {e.message}")
             shown = len(errors)

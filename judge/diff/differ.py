@@ -70,7 +70,7 @@ class Drift:
 class TraceDiff:
     baseline_id: str
     trace_id: str
-    same_task: bool | None  # None: a side names no scenario
+    same_task: bool | None  # same scenario (and metadata task_id); None: nothing to compare
     pairs: list[tuple[int, int, str, bool]]  # (baseline seq, seq, tool, arguments equal)
     drifts: list[Drift]
 
@@ -138,10 +138,22 @@ def diff_traces(baseline: Trace, trace: Trace, opts: DiffOptions | None = None) 
         by_call.append((c.index, len(bcalls), _presence(c, "extra", opts)))
     by_call.sort(key=lambda x: (x[0], x[1]))
     drifts = [d for _, _, d in by_call] + _terminal(baseline, trace, bcalls, tcalls)
-    same_task = None if not (baseline.scenario and trace.scenario) else \
-        baseline.scenario == trace.scenario
+    same_task = _same_task(baseline, trace)
     return TraceDiff(baseline.trace_id, trace.trace_id, same_task,
                      [(b.seq, t.seq, t.tool, b.key == t.key) for b, t in al.pairs], drifts)
+
+
+def _same_task(baseline: Trace, trace: Trace) -> bool | None:
+    """Same scenario and, when both carry one in their metadata, the same `task_id` (an
+    imported benchmark's task: every tau-bench airline trace has scenario tau-airline).
+    None when neither test applies."""
+    answers: list[bool] = []
+    if baseline.scenario and trace.scenario:
+        answers.append(baseline.scenario == trace.scenario)
+    b_task, t_task = baseline.metadata.get("task_id"), trace.metadata.get("task_id")
+    if b_task is not None and t_task is not None:
+        answers.append(b_task == t_task)
+    return all(answers) if answers else None
 
 
 def _terminal(baseline: Trace, trace: Trace, bcalls: list[Call], tcalls: list[Call]
