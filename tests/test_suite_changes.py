@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,7 @@ def test_previous_run_is_the_same_suite_and_manifest(tmp_path: Path, store: Stor
     assert prev is not None and prev["run_id"] == "a" and prev["summary"] == {"run_id": "a"}
     assert store.previous_finished_run("a", suite="nightly", manifest="/m.yaml") is None
     assert store.previous_finished_run("nope", suite="nightly", manifest="/x") is None
+    time.sleep(0.01)  # a later start time, whatever the clock's resolution
     finished("e", "nightly", "/m.yaml")  # finished, but started after `cur`
     got = store.previous_finished_run("cur", suite="nightly", manifest="/m.yaml")
     assert got is not None and got["run_id"] == "a"
