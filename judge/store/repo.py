@@ -146,6 +146,29 @@ class Store:
         out["finished_at"] = as_utc(out["finished_at"])
         return out
 
+    def previous_finished_run(self, run_id: str, *, suite: str, manifest: str
+                              ) -> dict[str, Any] | None:
+        """The newest *finished* run of the same suite (`suite`) from the same manifest
+        (`config.manifest` equal to `manifest`) that started before run `run_id` (or any, if
+        `run_id` is not stored), `run_id` itself excluded; None if there is none. Returned
+        as `get_run` returns a run (its stored summary included)."""
+        with store_errors(self.url), self._read() as conn:
+            started = conn.execute(select(T_RUN.c.started_at).where(
+                T_RUN.c.run_id == run_id)).scalar_one_or_none()
+            stmt = select(T_RUN).where(T_RUN.c.suite == suite, T_RUN.c.status == "finished",
+                                       T_RUN.c.run_id != run_id)
+            if started is not None:
+                stmt = stmt.where(T_RUN.c.started_at <= started)
+            stmt = stmt.order_by(T_RUN.c.started_at.desc(), T_RUN.c.finished_at.desc(),
+                                 T_RUN.c.run_id.desc())
+            for row in conn.execute(stmt).mappings():
+                if (row["config"] or {}).get("manifest") == manifest:
+                    out = dict(row)
+                    out["started_at"] = as_utc(out["started_at"])
+                    out["finished_at"] = as_utc(out["finished_at"])
+                    return out
+        return None
+
     # -- inputs -------------------------------------------------------------------------
     def save_trace(self, trace: Any) -> str:
         """Store a trace (judge.trace.Trace or its dict); an already stored id is kept."""
