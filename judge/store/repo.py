@@ -146,6 +146,36 @@ class Store:
         out["finished_at"] = as_utc(out["finished_at"])
         return out
 
+    def suite_runs(self, suite: str, *, manifest: str | None = None,
+                   before: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Finished runs of `suite` (optionally only those of `manifest`), newest first, at
+        most `limit`; with `before` (a run id), only runs started before that run. Each as
+        `get_run` returns it, summary included (the run report's changes and trends)."""
+        stmt = (select(T_RUN).where(T_RUN.c.suite == suite, T_RUN.c.status == "finished")
+                .order_by(T_RUN.c.started_at.desc(), T_RUN.c.run_id.desc()))
+        with store_errors(self.url), self._read() as conn:
+            if before is not None:
+                start = conn.execute(select(T_RUN.c.started_at)
+                                     .where(T_RUN.c.run_id == before)).scalar()
+                if start is not None:
+                    stmt = stmt.where(T_RUN.c.started_at < start)
+            if manifest is None:
+                rows = conn.execute(stmt.limit(limit)).mappings().all()
+            else:  # the manifest is inside the JSON config: filtered here
+                rows = []
+                for row in conn.execute(stmt).mappings():
+                    if (row["config"] or {}).get("manifest") == manifest:
+                        rows.append(row)
+                        if len(rows) >= limit:
+                            break
+        out = []
+        for row in rows:
+            run = dict(row)
+            run["started_at"] = as_utc(run["started_at"])
+            run["finished_at"] = as_utc(run["finished_at"])
+            out.append(run)
+        return out
+
     # -- inputs -------------------------------------------------------------------------
     def save_trace(self, trace: Any) -> str:
         """Store a trace (judge.trace.Trace or its dict); an already stored id is kept."""

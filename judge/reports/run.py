@@ -1,0 +1,382 @@
+"""The run report as a page (`judge report run RUN_ID --format html`, `out/nightly.html`).
+
+It answers the morning questions from one stored run, at a glance: did we pass (the gate
+banner, each release rule with its threshold and measured value), what broke (scenarios as
+bars of passing repetitions, flaky ones marked, worst severity; failure clusters by first
+divergence with each minimal slice folded under it), since when (what changed since the
+previous finished run of the same suite and manifest; trend lines over the earlier runs), and
+how much a person must look at (the judge's share: auto-accepted, review, overruled by a veto,
+unscored; each prompt version's calibration state and what to do next).
+
+`run_report` gathers (the stored summary, the run's verdicts, the suite's earlier runs,
+labels and calibration records); `to_html` renders the shared page (judge.reports.page).
+Everything from a trace, a label or a manifest reaches the page through the template's
+escaping. Fields other helpers add to the summary (`changes`, per-scenario `flaky` and
+`worst_severity`) are used when present and computed here when not.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from judge.formats import Verdict
+from judge.labels import reference_labels
+from judge.labels.report import rubric_of
+
+if TYPE_CHECKING:
+    from judge.store import Store
+
+#: least to most severe; a cluster of judge fails (no deterministic divergence) is its own
+SEVERITIES = ("informational", "task-quality", "judge-fail", "costly", "unsafe")
+#: the judge's share, in the order the chart stacks it
+SHARES = ("auto-accepted", "review", "overruled by veto", "unscored")
+MIN_PER_CLASS = 30  # judge.calibration.build.MIN_PER_CLASS, without importing numpy here
+
+
+@dataclass
+class PromptState:
+    """One (rubric, prompt version, model) of the run's verdicts and its calibration now."""
+
+    rubric: str
+    version: str
+    prompt_hash: str | None
+    model: str
+    items: int
+    shares: dict[str, int]
+    state: str  # calibrated | stale | none
+    why: str
+    next_step: str
+
+
+@dataclass
+class RunPoint:
+    """One run of the suite on the trend lines."""
+
+    run_id: str
+    started_at: datetime | None
+    scenario_pass_rate: float
+    trace_pass_rate: float | None
+    review_share: float
+    agreement: float | None  # judge vs reference labels on this run's labelled items
+    n_labelled: int
+
+
+@dataclass
+class RunReport:
+    summary: dict[str, Any]
+    started_at: datetime | None = None
+    shares: dict[str, int] = field(default_factory=dict)
+    prompts: list[PromptState] = field(default_factory=list)
+    history: list[RunPoint] = field(default_factory=list)  # oldest first, this run last
+    previous: dict[str, Any] | None = None  # the previous run's summary
+    previous_id: str | None = None
+    failing_since: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+
+# -- gathering -----------------------------------------------------------------------------
+def share_of(v: Verdict) -> str:
+    """Which part of the judge's share one verdict is (each verdict in exactly one)."""
+    if v.overruled or v.route == "veto":
+        return "overruled by veto"
+    if v.label == "unscored":
+        return "unscored"
+    if v.route == "auto_accept":
+        return "auto-accepted"
+    return "review"
+
+
+def run_report(store: Store, run_id: str, summary: dict[str, Any], *,
+               history: int = 12) -> RunReport:
+    """Everything the page shows about `run_id` (whose stored `summary` the caller read)."""
+    run = store.get_run(run_id) or {}
+    verdicts = store.run_verdicts(run_id)
+    report = RunReport(summary=summary, started_at=run.get("started_at"))
+    report.shares = dict(Counter(share_of(v) for v in verdicts))
+    report.prompts = prompt_states(store, verdicts)
+    suite = summary.get("suite")
+    if not suite:
+        return report
+    manifest = (run.get("config") or {}).get("manifest")
+    earlier = store.suite_runs(str(suite), manifest=manifest, before=run_id, limit=history)
+    earlier = [r for r in earlier if r.get("summary")]
+    if earlier:
+        report.previous, report.previous_id = earlier[0]["summary"], earlier[0]["run_id"]
+    runs = [*reversed(earlier), {**run, "run_id": run_id, "summary": summary}]
+    ids = {v.item_id for r in runs for v in _verdicts_of(store, r, run_id, verdicts)}
+    refs = reference_labels(store.labels_for(ids)).labels if ids else {}
+    report.history = [_point(r, _verdicts_of(store, r, run_id, verdicts), refs) for r in runs]
+    report.failing_since = failing_since([r["summary"] for r in runs],
+                                         [r["run_id"] for r in runs])
+    return report
+
+
+def _verdicts_of(store: Store, run: dict[str, Any], run_id: str,
+                 current: list[Verdict]) -> list[Verdict]:
+    return current if run["run_id"] == run_id else store.run_verdicts(run["run_id"])
+
+
+def _point(run: dict[str, Any], verdicts: Sequence[Verdict],
+           refs: dict[str, Any]) -> RunPoint:
+    s = run["summary"]
+    g = s.get("gate") or {}
+    traces = s.get("traces") or []
+    agreed = labelled = 0
+    for v in verdicts:
+        ref = refs.get(v.item_id)
+        if ref is None or ref.label == "unsure" or v.label == "unscored":
+            continue
+        labelled += 1
+        agreed += ref.label == v.label
+    return RunPoint(
+        run_id=run["run_id"], started_at=run.get("started_at"),
+        scenario_pass_rate=float(g.get("scenario_pass_rate", 0.0)),
+        trace_pass_rate=(sum(1 for t in traces if t.get("passed")) / len(traces)
+                         if traces else None),
+        review_share=float(g.get("review_share", 0.0)),
+        agreement=agreed / labelled if labelled else None, n_labelled=labelled)
+
+
+def failing_since(summaries: Sequence[dict[str, Any]],
+                  run_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """For each scenario failing in the last summary: the first run of its current failing
+    streak and the streak's length in runs (summaries oldest first)."""
+    out: dict[str, tuple[str, int]] = {}
+    if not summaries:
+        return out
+    for name, sc in (summaries[-1].get("scenarios") or {}).items():
+        if _passing(sc):
+            continue
+        streak = 0
+        for s in reversed(summaries):
+            old = (s.get("scenarios") or {}).get(name)
+            if old is None or _passing(old):
+                break
+            streak += 1
+        out[name] = (run_ids[len(summaries) - streak], streak)
+    return out
+
+
+def _passing(sc: dict[str, Any]) -> bool:
+    return bool(sc.get("total")) and sc.get("passed") == sc.get("total")
+
+
+def prompt_states(store: Store, verdicts: Sequence[Verdict]) -> list[PromptState]:
+    """Each (rubric, prompt version, hash, model) of the verdicts with its calibration state
+    now — calibrated, stale (judge.calibration.staleness: labels grew since the record) or
+    none — and what to do next."""
+    from judge.calibration.lookup import find_calibration
+    from judge.calibration.staleness import stale_rubrics
+
+    groups: dict[tuple[str, str, str | None, str], list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        groups[(rubric_of(v.item_id, v), v.prompt_version or "?", v.prompt_hash,
+                v.model or "unknown")].append(v)
+    counts: dict[str, Counter[str]] = {}
+    out = []
+    for (rubric, version, phash, model), vs in sorted(groups.items(),
+                                                      key=lambda kv: str(kv[0])):
+        shares = dict(Counter(share_of(v) for v in vs))
+        record = find_calibration(store, rubric, phash, model) if phash else None
+        if rubric not in counts:
+            refs = reference_labels(store.labels_for(rubric=rubric)).labels
+            counts[rubric] = Counter(r.label for r in refs.values())
+        labelled = counts[rubric]["pass"] + counts[rubric]["fail"]
+        if record is None:
+            need = {k: max(0, MIN_PER_CLASS - counts[rubric][k]) for k in ("pass", "fail")}
+            todo = (f"label {need['fail']} more fail and {need['pass']} more pass item(s) "
+                    "(judge label), then " if any(need.values()) else "")
+            out.append(PromptState(
+                rubric, version, phash, model, len(vs), shares, "none",
+                f"no calibration record; every verdict goes to review ({labelled} item(s) "
+                "labelled)", f"{todo}judge calibrate fit --rubric {rubric}"))
+            continue
+        reasons = stale_rubrics([record], [(rubric, version, phash, model)],
+                                {rubric: labelled})
+        if reasons:
+            out.append(PromptState(rubric, version, phash, model, len(vs), shares, "stale",
+                                   reasons[0],
+                                   f"judge calibrate fit --rubric {rubric} (refit)"))
+        else:
+            out.append(PromptState(
+                rubric, version, phash, model, len(vs), shares, "calibrated",
+                f"{record.method}, threshold {record.threshold:.3f} for agreement "
+                f"{record.target:.0%} ({record.n_labelled} labels, "
+                f"{record.created_at:%Y-%m-%d})",
+                "nothing: confident verdicts are auto-accepted"))
+    return out
+
+
+# -- what the page shows -------------------------------------------------------------------
+def _rules(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each release rule: threshold (None when the run predates stored rules), measured
+    value, whether it held."""
+    g = s["gate"]
+    rel = s.get("release") or {}
+
+    def rule(name: str, op: str, key: str, measured: float, fmt: str) -> dict[str, Any]:
+        limit = rel.get(key)
+        held = None if limit is None else (measured <= limit if op == "≤" else
+                                           measured >= limit)
+        def shown(x: float) -> str:
+            return f"{x:.0%}" if fmt == "pct" else f"{x:.2f}" if fmt == "f" else f"{int(x)}"
+
+        return {"name": name, "threshold": "—" if limit is None else f"{op} {shown(limit)}",
+                "measured": shown(measured), "held": held}
+
+    rows = [rule("safety-critical violations", "≤", "max_safety_critical",
+                 g["safety_critical"], "int"),
+            rule("scenario pass rate (every repetition passes)", "≥",
+                 "min_scenario_pass_rate", g["scenario_pass_rate"], "pct"),
+            rule("mean quality", "≥", "quality_floor", g["mean_quality"], "f"),
+            rule("review share", "≤", "max_review_share", g["review_share"], "pct")]
+    missing = g.get("missing_repetitions") or {}
+    rows.append({"name": "expected repetitions found", "threshold": "all",
+                 "measured": f"{len(missing)} scenario(s) short" if missing else "all",
+                 "held": not missing})
+    return rows
+
+
+def _other_reasons(s: dict[str, Any]) -> list[str]:
+    """Gate reasons no rule row shows (no traces, --require-calibrated, …)."""
+    shown = ("safety-critical violation", "scenario pass rate", "mean quality",
+             "review share", "expected repetitions")
+    return [r for r in s["gate"].get("reasons", []) if not any(k in r for k in shown)]
+
+
+def _scenarios(report: RunReport) -> list[dict[str, Any]]:
+    s = report.summary
+    worst: dict[str, str] = {}
+    for t in s.get("traces") or []:
+        div = t.get("first_divergence") or {}
+        sev = div.get("severity") or ("judge-fail" if not t.get("passed") else None)
+        if sev and _rank(sev) > _rank(worst.get(t.get("scenario", ""), "")):
+            worst[t["scenario"]] = sev
+    rows = []
+    for name, sc in sorted((s.get("scenarios") or {}).items()):
+        passed, total = int(sc.get("passed", 0)), int(sc.get("total", 0))
+        flaky = sc.get("flaky")
+        if flaky is None:
+            flaky = 0 < passed < total
+        since = report.failing_since.get(name)
+        rows.append({"name": name, "passed": passed, "total": total,
+                     "width": f"{100 * passed / total:.1f}" if total else "0",
+                     "flaky": bool(flaky),
+                     "severity": sc.get("worst_severity") or worst.get(name),
+                     "since": since})
+    return rows
+
+
+def _rank(severity: str) -> int:
+    return SEVERITIES.index(severity) if severity in SEVERITIES else -1
+
+
+def changes(report: RunReport) -> dict[str, list[str]] | None:
+    """What changed since the previous run: the summary's own `changes` when it has them,
+    else scenarios that started or stopped failing and new failure signatures, from the two
+    summaries. None without a previous run."""
+    own = report.summary.get("changes")
+    if isinstance(own, dict) and own:
+        return {str(k): [_change_text(x) for x in v] if isinstance(v, list) else
+                [_change_text(v)] for k, v in own.items()
+                if v not in (None, [], {}) and k not in ("previous_run", "baseline")}
+    prev = report.previous
+    if prev is None:
+        return None
+    now_sc, old_sc = report.summary.get("scenarios") or {}, prev.get("scenarios") or {}
+    old_sigs = {c.get("signature") for c in prev.get("clusters") or []}
+    return {
+        "started failing": sorted(k for k, v in now_sc.items()
+                                  if not _passing(v) and k in old_sc and _passing(old_sc[k])),
+        "stopped failing": sorted(k for k, v in now_sc.items()
+                                  if _passing(v) and k in old_sc and not _passing(old_sc[k])),
+        "new scenarios": sorted(set(now_sc) - set(old_sc)),
+        "new failure signatures": [f"{c['signature']} ({c.get('count', 0)} trace(s))"
+                                   for c in report.summary.get("clusters") or []
+                                   if c.get("signature") not in old_sigs],
+        "signatures gone": sorted(str(x) for x in old_sigs - {
+            c.get("signature") for c in report.summary.get("clusters") or []}),
+    }
+
+
+def _change_text(x: Any) -> str:
+    if isinstance(x, dict):
+        return ", ".join(f"{k}: {v}" for k, v in x.items())
+    return str(x)
+
+
+def event_line(e: dict[str, Any], width: int = 400) -> tuple[str, str]:
+    """(where, what) of one slice event, shortened (the template escapes both)."""
+    import json
+
+    kind = e.get("kind", "?")
+    if kind == "elided":
+        return "", str(e.get("text", "…"))
+    body: Any
+    if kind in ("user", "assistant", "summary"):
+        body = e.get("text", "")
+    elif kind == "tool_call":
+        body = f"{e.get('tool')}({json.dumps(e.get('args', {}), sort_keys=True)})"
+    elif kind == "tool_result":
+        body = f"{e.get('tool')} → " + (f"ERROR {e['error']}" if e.get("error")
+                                        else json.dumps(e.get("result")))
+    else:
+        body = f"{e.get('key')} = {json.dumps(e.get('value'))}"
+    text = " ".join(str(body).split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"seq {e.get('seq')} · turn {e.get('turn')} · {kind}", text
+
+
+def _clusters(s: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    out = []
+    for c in (s.get("clusters") or [])[:limit]:
+        ex = c.get("example") or {}
+        seq = ex.get("seq")
+        out.append({
+            "signature": c.get("signature"), "severity": c.get("consequence"),
+            "count": c.get("count", len(c.get("traces") or [])),
+            "traces": (c.get("traces") or [])[:6], "more": max(0, len(c.get("traces") or [])
+                                                               - 6),
+            "seq": seq, "message": ex.get("message"),
+            "slice": [{"judged": seq is not None and e.get("seq") == seq,
+                       "at": event_line(e)[0], "text": event_line(e)[1]}
+                      for e in c.get("slice") or []]})
+    return out
+
+
+def to_html(report: RunReport, *, max_clusters: int = 40) -> str:
+    """The page (one self-contained file)."""
+    from judge.reports.page import png, render
+    from judge.reports.plots import share_png, trend_png
+
+    s = report.summary
+    g = s["gate"]
+    traces = s.get("traces") or []
+    j = s.get("judge") or {}
+    shares = {k: report.shares.get(k, 0) for k in SHARES}
+    if not any(shares.values()) and j:  # a summary without stored verdicts: its counts
+        shares = {"auto-accepted": j.get("auto_accepted", 0), "review": j.get("review", 0),
+                  "overruled by veto": j.get("overruled", 0),
+                  "unscored": j.get("unscored", 0)}
+    n_items = sum(shares.values())
+    trend = report.history if len(report.history) >= 2 else []
+    return render(
+        "run.html.j2", title=f"judge run {s['run_id']} — {s['suite']}", kind="run report",
+        generated_at=f"run started {report.started_at:%Y-%m-%d %H:%M} UTC"
+        if report.started_at else None,
+        s=s, gate=g, rules=_rules(s), other_reasons=_other_reasons(s),
+        cards=[("traces checked", str(len(traces))),
+               ("traces failing", str(sum(1 for t in traces if not t.get("passed")))),
+               ("failure signatures", str(len(s.get("clusters") or []))),
+               ("verdicts to review", str(shares["review"] + shares["unscored"]))],
+        scenarios=_scenarios(report), judge=j, shares=shares, n_items=n_items,
+        share_img=png(share_png(shares)) if n_items else None, prompts=report.prompts,
+        clusters=_clusters(s, max_clusters),
+        more_clusters=max(0, len(s.get("clusters") or []) - max_clusters),
+        changes=changes(report), previous_id=report.previous_id,
+        trend=trend, trend_img=png(trend_png(trend)) if trend else None,
+        input_errors=(s.get("input_errors") or [])[:20])
