@@ -86,7 +86,7 @@ SHARE_COLOURS = {"auto-accepted": "#1a7f37", "review": "#d4a72c",
 def share_png(shares: dict[str, int]) -> str:
     """One horizontal bar of the run's verdicts: auto-accepted, review, overruled, unscored."""
     total = sum(shares.values()) or 1
-    fig = Figure(figsize=(7.5, 1.35))
+    fig = Figure(figsize=(7.5, 1.05))
     ax = fig.add_subplot()
     left = 0.0
     for name, colour in SHARE_COLOURS.items():

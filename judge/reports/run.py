@@ -49,7 +49,8 @@ class PromptState:
     shares: dict[str, int]
     state: str  # calibrated | stale | none
     why: str
-    next_step: str
+    next_step: str  # what to do, in words
+    command: str | None = None  # the command that does it
 
 
 @dataclass
@@ -188,18 +189,26 @@ def prompt_states(store: Store, verdicts: Sequence[Verdict]) -> list[PromptState
         if record is None:
             need = {k: max(0, MIN_PER_CLASS - counts[rubric][k]) for k in ("pass", "fail")}
             todo = (f"label {need['fail']} more fail and {need['pass']} more pass item(s) "
-                    "(judge label), then " if any(need.values()) else "")
+                    "with judge label, then fit" if any(need.values()) else "fit a calibration")
             out.append(PromptState(
                 rubric, version, phash, model, len(vs), shares, "none",
-                f"no calibration record; every verdict goes to review ({labelled} item(s) "
-                "labelled)", f"{todo}judge calibrate fit --rubric {rubric}"))
+                f"no calibration record: every verdict goes to review ({labelled} item(s) "
+                "labelled)", todo, f"judge calibrate fit --rubric {rubric}"))
             continue
         reasons = stale_rubrics([record], [(rubric, version, phash, model)],
                                 {rubric: labelled})
         if reasons:
             out.append(PromptState(rubric, version, phash, model, len(vs), shares, "stale",
-                                   reasons[0],
-                                   f"judge calibrate fit --rubric {rubric} (refit)"))
+                                   reasons[0], "refit on the new labels",
+                                   f"judge calibrate fit --rubric {rubric}"))
+        elif record.threshold is None:
+            out.append(PromptState(
+                rubric, version, phash, model, len(vs), shares, "calibrated",
+                f"{record.method}: no threshold reaches agreement {record.target:.0%}, so "
+                f"every verdict goes to review ({record.n_labelled} labels, "
+                f"{record.created_at:%Y-%m-%d})",
+                "write a better prompt version and compare the two, or label more",
+                f"judge calibrate compare {version} NEW_VERSION --rubric {rubric}"))
         else:
             out.append(PromptState(
                 rubric, version, phash, model, len(vs), shares, "calibrated",
