@@ -196,11 +196,29 @@ def test_changes_and_failing_streaks_from_summaries() -> None:
     assert got == {"started failing": ["a"], "stopped failing": ["b"], "new scenarios": ["d"],
                    "new failure signatures": ["z (1 trace(s))"], "signatures gone": ["y"]}
     assert changes(RunReport(summary=new)) is None
-    # a summary that carries its own `changes` (judge run's differ) is shown as it is
-    own = {**new, "changes": {"started_failing": ["a"], "flipped": [{"item": "i", "to": "fail"}],
-                              "previous_run": "run-1"}}
-    assert changes(RunReport(summary=own, previous=old)) == {
-        "started_failing": ["a"], "flipped": ["item: i, to: fail"]}
+    # a summary that carries its own `changes` (judge.suite.changes) is shown from them
+    own = {**new, "changes": {
+        "previous_run": "run-1", "started_failing": ["a"], "stopped_failing": [],
+        "still_failing": ["b"], "new_scenarios": [], "missing_scenarios": ["e"],
+        "traces_started_failing": [{"trace_id": "a/2", "scenario": "a"}],
+        "traces_stopped_failing": [], "new_signatures": [
+            {"signature": "z", "count": 2, "traces": ["a/2", "a/3"]}],
+        "resolved_signatures": ["y"],
+        "judge_changed": {"prompt_versions": {"scope_fidelity": {"before": ["v1"],
+                                                                 "after": ["v2"]}},
+                          "models": None},
+        "verdict_flips": [{"item_id": "a/2#4:scope_fidelity", "before": "pass",
+                           "after": "fail", "prompt_changed": True}],
+        "flipped_after_prompt_or_model_change": ["a"]}}
+    got = changes(RunReport(summary=own, previous=old))
+    assert got is not None and {k: v for k, v in got.items() if v} == {
+        "started failing": ["a"], "scenarios no longer run": ["e"],
+        "traces started failing": ["a/2"], "new failure signatures": ["z (2 trace(s))"],
+        "signatures gone": ["y"], "judge changed": ["prompt scope_fidelity: v1 → v2"],
+        "flipped after a prompt or model change": ["a"],
+        "verdicts flipped": ["a/2#4:scope_fidelity: pass → fail (prompt or model changed)"]}
+    first = {**new, "changes": {"previous_run": None, "started_failing": []}}
+    assert changes(RunReport(summary=first, previous=None)) is None
     runs = [_summary({"a": (0, 1)}, []), _summary({"a": (1, 1)}, []),
             _summary({"a": (0, 1), "b": (0, 1)}, []), _summary({"a": (0, 2), "b": (0, 1)}, [])]
     assert failing_since(runs, ["r1", "r2", "r3", "r4"]) == {"a": ("r3", 2), "b": ("r3", 2)}

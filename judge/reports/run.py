@@ -258,25 +258,38 @@ def _other_reasons(s: dict[str, Any]) -> list[str]:
 
 def _scenarios(report: RunReport) -> list[dict[str, Any]]:
     s = report.summary
-    worst: dict[str, str] = {}
+    worst: dict[str, str] = {}  # for summaries without `repetitions`: from the traces
     for t in s.get("traces") or []:
         div = t.get("first_divergence") or {}
-        sev = div.get("severity") or ("judge-fail" if not t.get("passed") else None)
+        sev = t.get("worst_severity") or div.get("severity") or (
+            "judge-fail" if not t.get("passed") else None)
         if sev and _rank(sev) > _rank(worst.get(t.get("scenario", ""), "")):
             worst[t["scenario"]] = sev
+    reps = s.get("repetitions") or {}
+    comps = [str(c) for c in s.get("components") or {}]
     rows = []
     for name, sc in sorted((s.get("scenarios") or {}).items()):
+        rep = reps.get(name) or {}
         passed, total = int(sc.get("passed", 0)), int(sc.get("total", 0))
-        flaky = sc.get("flaky")
+        flaky = rep.get("flaky")
         if flaky is None:
             flaky = 0 < passed < total
         since = report.failing_since.get(name)
         rows.append({"name": name, "passed": passed, "total": total,
                      "width": f"{100 * passed / total:.1f}" if total else "0",
                      "flaky": bool(flaky),
-                     "severity": sc.get("worst_severity") or worst.get(name),
-                     "since": since})
+                     "severity": rep.get("worst_severity") if rep else worst.get(name),
+                     "since": since,
+                     "components": [rate_text((rep.get("components") or {}).get(c))
+                                    for c in comps]})
     return rows
+
+
+def rate_text(r: Any) -> str:
+    """A component rate as `3/4 (75%)`, or `n/a` when nothing was measured."""
+    if not isinstance(r, dict) or not r.get("denominator"):
+        return "n/a"
+    return f"{r.get('numerator')}/{r['denominator']} ({r.get('rate') or 0:.0%})"
 
 
 def _rank(severity: str) -> int:
@@ -284,14 +297,13 @@ def _rank(severity: str) -> int:
 
 
 def changes(report: RunReport) -> dict[str, list[str]] | None:
-    """What changed since the previous run: the summary's own `changes` when it has them,
-    else scenarios that started or stopped failing and new failure signatures, from the two
-    summaries. None without a previous run."""
+    """What changed since the previous run, as labelled lists of lines: from the summary's
+    own `changes` (judge.suite.changes, written by `judge run`) when it has them, else
+    computed from the two summaries (scenarios that started or stopped failing, new and gone
+    failure signatures). None when there is no previous run."""
     own = report.summary.get("changes")
-    if isinstance(own, dict) and own:
-        return {str(k): [_change_text(x) for x in v] if isinstance(v, list) else
-                [_change_text(v)] for k, v in own.items()
-                if v not in (None, [], {}) and k not in ("previous_run", "baseline")}
+    if isinstance(own, dict) and "previous_run" in own:
+        return _stored_changes(own) if own.get("previous_run") else None
     prev = report.previous
     if prev is None:
         return None
@@ -311,10 +323,42 @@ def changes(report: RunReport) -> dict[str, list[str]] | None:
     }
 
 
-def _change_text(x: Any) -> str:
-    if isinstance(x, dict):
-        return ", ".join(f"{k}: {v}" for k, v in x.items())
-    return str(x)
+def _stored_changes(ch: dict[str, Any]) -> dict[str, list[str]]:
+    """The summary's `changes` section (judge.suite.changes) as labelled lines."""
+    def strs(key: str) -> list[str]:
+        return [str(x) for x in ch.get(key) or []]
+
+    def dicts(key: str) -> list[dict[str, Any]]:
+        return [x for x in ch.get(key) or [] if isinstance(x, dict)]
+
+    judge = ch.get("judge_changed") or {}
+    moved = [f"prompt {r}: {', '.join(map(str, pv.get('before', [])))} → "
+             f"{', '.join(map(str, pv.get('after', [])))}"
+             for r, pv in (judge.get("prompt_versions") or {}).items()]
+    if judge.get("models"):
+        m = judge["models"]
+        moved.append(f"model: {', '.join(map(str, m.get('before', [])))} → "
+                     f"{', '.join(map(str, m.get('after', [])))}")
+    flips = [f"{f.get('item_id')}: {f.get('before')} → {f.get('after')}"
+             + (" (prompt or model changed)" if f.get("prompt_changed")
+                or f.get("model_changed") else "") for f in dicts("verdict_flips")]
+    return {
+        "started failing": strs("started_failing"),
+        "stopped failing": strs("stopped_failing"),
+        "new scenarios": strs("new_scenarios"),
+        "scenarios no longer run": strs("missing_scenarios"),
+        "traces started failing": [str(t.get("trace_id")) for t in
+                                   dicts("traces_started_failing")],
+        "traces stopped failing": [str(t.get("trace_id")) for t in
+                                   dicts("traces_stopped_failing")],
+        "new failure signatures": [f"{c.get('signature')} ({c.get('count', 0)} trace(s))"
+                                   for c in dicts("new_signatures")],
+        "signatures gone": strs("resolved_signatures"),
+        "judge changed": moved,
+        "flipped after a prompt or model change": strs(
+            "flipped_after_prompt_or_model_change"),
+        "verdicts flipped": flips,
+    }
 
 
 def event_line(e: dict[str, Any], width: int = 400) -> tuple[str, str]:
@@ -382,10 +426,13 @@ def to_html(report: RunReport, *, max_clusters: int = 40) -> str:
                ("traces failing", str(sum(1 for t in traces if not t.get("passed")))),
                ("failure signatures", str(len(s.get("clusters") or []))),
                ("verdicts to review", str(shares["review"] + shares["unscored"]))],
-        scenarios=_scenarios(report), judge=j, shares=shares, n_items=n_items,
+        scenarios=_scenarios(report), judge=j,
+        components=[(str(k), rate_text(r)) for k, r in (s.get("components") or {}).items()],
+        shares=shares, n_items=n_items,
         share_img=png(share_png(shares)) if n_items else None, prompts=report.prompts,
         clusters=_clusters(s, max_clusters),
         more_clusters=max(0, len(s.get("clusters") or []) - max_clusters),
-        changes=changes(report), previous_id=report.previous_id,
+        changes=changes(report),
+        previous_id=(s.get("changes") or {}).get("previous_run") or report.previous_id,
         trend=trend, trend_img=png(trend_png(trend)) if trend else None,
         input_errors=(s.get("input_errors") or [])[:20])
