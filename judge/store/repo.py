@@ -136,16 +136,6 @@ class Store:
             cfg["batches"] = {**cfg.get("batches", {}), rubric: batch_id}
             conn.execute(update(T_RUN).where(T_RUN.c.run_id == run_id).values(config=cfg))
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        with store_errors(self.url), self._read() as conn:
-            row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
-        if row is None:
-            return None
-        out = dict(row)
-        out["started_at"] = as_utc(out["started_at"])
-        out["finished_at"] = as_utc(out["finished_at"])
-        return out
-
     def suite_runs(self, suite: str, *, manifest: str | None = None,
                    before: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         """Finished runs of `suite` (optionally only those of `manifest`), newest first, at
@@ -174,6 +164,16 @@ class Store:
             run["started_at"] = as_utc(run["started_at"])
             run["finished_at"] = as_utc(run["finished_at"])
             out.append(run)
+        return out
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
+        if row is None:
+            return None
+        out = dict(row)
+        out["started_at"] = as_utc(out["started_at"])
+        out["finished_at"] = as_utc(out["finished_at"])
         return out
 
     # -- inputs -------------------------------------------------------------------------
