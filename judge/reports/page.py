@@ -69,7 +69,8 @@ def num(value: float | int | None, digits: int = 2) -> str:
 
 def sev_class(severity: object) -> str:
     """The CSS class of a severity badge (a known severity's, else a neutral one)."""
-    known = ("informational", "task-quality", "judge-fail", "costly", "unsafe")
+    known = ("informational", "task-quality", "judge-fail", "costly", "unsafe",
+             "safety-critical")
     return f"sev-{severity}" if severity in known else "sev-informational"
 
 

@@ -30,8 +30,10 @@ from judge.labels.report import rubric_of
 if TYPE_CHECKING:
     from judge.store import Store
 
-#: least to most severe; a cluster of judge fails (no deterministic divergence) is its own
-SEVERITIES = ("informational", "task-quality", "judge-fail", "costly", "unsafe")
+#: least to most severe; a cluster of judge fails (no deterministic divergence) is its own,
+#: and a veto is "safety-critical" (judge.suite.components, issue 11)
+SEVERITIES = ("informational", "task-quality", "judge-fail", "costly", "unsafe",
+              "safety-critical")
 #: the judge's share, in the order the chart stacks it
 SHARES = ("auto-accepted", "review", "overruled by veto", "unscored")
 MIN_PER_CLASS = 30  # judge.calibration.build.MIN_PER_CLASS, without importing numpy here
