@@ -1,12 +1,14 @@
-"""Render a run summary (the dict `judge.suite.run.summarize` returns) as text or Markdown.
+"""Render a run summary (the dict `judge.suite.run.summarize` returns) as text, md or html.
 
 Scenario names, trace ids, check messages and trace slices in a summary come from traces:
 every one of them is escaped for where it lands (judge.safe_text). Text shows control
-characters as escapes; Markdown (for CI step summaries) is built by `_document` through a
-writer that escapes each such value, so it can carry no tag, link, image, heading or broken
-table from the content. The HTML page is judge.reports.run (it also reads earlier runs,
-labels and calibration records from the store, and shares its page with the agreement
-report).
+characters as escapes; Markdown and HTML are built by one function (`_document`) through a
+writer that escapes each such value for its format, so neither can carry a tag, a link, an
+image, a heading or a broken table from the content.
+
+`render_html` here is the summary alone as a plain document. The run report page that
+`judge report run --format html` writes (gate banner, bars, charts, changes and trends from
+the store, the agreement report's page and stylesheet) is judge.reports.run.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from judge.safe_text import md_code, md_fence, md_text, visible
+from judge.safe_text import html_text, md_code, md_fence, md_text, visible
 
 
 def _event_line(e: dict[str, Any], width: int = 110) -> str:
@@ -135,6 +137,40 @@ class _Markdown:
         self.out += [*md_fence(lines), ""]
 
 
+class _Html:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def t(self, value: object) -> str:
+        return html_text(value)
+
+    def code(self, value: object) -> str:
+        return f"<code>{html_text(value)}</code>"
+
+    def bold(self, inline: str) -> str:
+        return f"<strong>{inline}</strong>"
+
+    def heading(self, level: int, inline: str) -> None:
+        self.out.append(f"<h{level}>{inline}</h{level}>")
+
+    def para(self, inline: str) -> None:
+        self.out.append(f"<p>{inline}</p>")
+
+    def items(self, inlines: list[str]) -> None:
+        self.out.append("<ul>" + "".join(f"<li>{i}</li>" for i in inlines) + "</ul>")
+
+    def quote(self, inline: str) -> None:
+        self.out.append(f"<blockquote>{inline}</blockquote>")
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        head = "".join(f"<th>{h}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        self.out.append(f"<table><tr>{head}</tr>{body}</table>")
+
+    def pre(self, lines: list[str]) -> None:
+        self.out.append("<pre>" + "\n".join(html_text(x) for x in lines) + "</pre>")
+
+
 def _document(s: dict[str, Any], w: _Writer) -> None:
     g = s["gate"]
     w.heading(1, f"Run {w.t(s['run_id'])} — suite {w.code(s['suite'])}")
@@ -170,3 +206,14 @@ def render_markdown(s: dict[str, Any]) -> str:
     w = _Markdown()
     _document(s, w)
     return "\n".join(w.out)
+
+
+def render_html(s: dict[str, Any]) -> str:
+    w = _Html()
+    _document(s, w)
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>judge run "
+            f"{html_text(s['run_id'])}</title><style>body{{font-family:sans-serif;"
+            "max-width:60em;margin:2em auto}td,th{border:1px solid #ccc;padding:2px 8px}"
+            "table{border-collapse:collapse}pre{background:#f4f4f4;padding:8px;"
+            "overflow-x:auto}</style></head><body>\n" + "\n".join(w.out)
+            + "\n</body></html>")
