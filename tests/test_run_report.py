@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from judge.cli.main import app
@@ -272,3 +274,42 @@ def test_nightly_example_page_is_small_and_self_contained(tmp_path: Path) -> Non
     assert csp.startswith("default-src 'none'; img-src data:;")
     with open_store(url) as store:
         assert len(store.suite_runs("nightly")) == 2
+
+
+def _tags(html: str) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    """The page's elements and attribute names, in order (what markup it has, not text)."""
+    return [(tag, tuple(sorted((k, "") for k in attrs))) for tag, attrs, _t in
+            Page(html).elements]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_any_trace_text_leaves_the_page_markup_unchanged(text: str) -> None:
+    """Whatever text a trace puts in a scenario name, trace id, signature, message or slice,
+    the page has exactly the elements and attributes it has for plain text: content never
+    becomes markup (and shows up, made visible, as the page's text)."""
+    from judge.reports.run import RunReport
+    from judge.safe_text import visible
+
+    def page(x: str) -> str:
+        summary = {
+            "run_id": f"run {x}", "suite": x, "manifest": x,
+            "judge": {"name": x, "model": x, "items": 0, "auto_accepted": 0, "review": 0,
+                      "unscored": 0, "overruled": 0, "provider_calls": 0, "cache_hits": 0},
+            "gate": {"passed": False, "reasons": [x], "scenario_pass_rate": 0.5,
+                     "mean_quality": 0.5, "safety_critical": 0, "review_share": 0.0,
+                     "missing_repetitions": {}},
+            "scenarios": {f"s {x}": {"passed": 1, "total": 2}},
+            "clusters": [{"signature": x, "consequence": "unsafe", "count": 1,
+                          "traces": [x], "example": {"seq": 1, "message": x},
+                          "slice": [{"seq": 1, "turn": 1, "kind": "user", "text": x},
+                                    {"seq": 2, "turn": 1, "kind": "tool_call", "tool": x,
+                                     "args": {"k": x}}]}],
+            "traces": [{"trace_id": x, "scenario": f"s {x}", "passed": False}],
+            "input_errors": [x], "uncalibrated_note": x}
+        return to_html(RunReport(summary=summary))
+
+    hostile, plain = page(text), page("plain")
+    assert _tags(hostile) == _tags(plain)
+    body = next("".join(t) for tag, _a, t in Page(hostile).elements if tag == "body")
+    assert visible(text).strip() in body
