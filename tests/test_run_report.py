@@ -153,6 +153,8 @@ def test_run_report_trend_agreement_from_labels(store: Store, tmp_path: Path) ->
     summary = store.get_run(ids[1])["summary"]  # type: ignore[index]
     report = run_report(store, ids[1], summary)
     assert [p.run_id for p in report.history] == ids
+    got = store.run_verdicts_of(ids[0], [verdicts[1].item_id, verdicts[0].item_id, "x#1:y"])
+    assert sorted(v.item_id for v in got) == sorted([verdicts[0].item_id, verdicts[1].item_id])
     assert [(p.agreement, p.n_labelled) for p in report.history] == [(0.5, 2), (0.5, 2)]
     assert report.previous_id == ids[0]
     html = to_html(report)

@@ -109,17 +109,16 @@ def run_report(store: Store, run_id: str, summary: dict[str, Any], *,
     if earlier:
         report.previous, report.previous_id = earlier[0]["summary"], earlier[0]["run_id"]
     runs = [*reversed(earlier), {**run, "run_id": run_id, "summary": summary}]
-    ids = {v.item_id for r in runs for v in _verdicts_of(store, r, run_id, verdicts)}
-    refs = reference_labels(store.labels_for(ids)).labels if ids else {}
-    report.history = [_point(r, _verdicts_of(store, r, run_id, verdicts), refs) for r in runs]
+    # agreement needs only the labelled items: every label, then each earlier run's verdicts
+    # on those items (never every verdict of every run)
+    refs = {i: r for i, r in reference_labels(store.labels_for()).labels.items()
+            if r.label != "unsure"}
+    report.history = [_point(r, verdicts if r["run_id"] == run_id else
+                             store.run_verdicts_of(r["run_id"], refs) if refs else [], refs)
+                      for r in runs]
     report.failing_since = failing_since([r["summary"] for r in runs],
                                          [r["run_id"] for r in runs])
     return report
-
-
-def _verdicts_of(store: Store, run: dict[str, Any], run_id: str,
-                 current: list[Verdict]) -> list[Verdict]:
-    return current if run["run_id"] == run_id else store.run_verdicts(run["run_id"])
 
 
 def _point(run: dict[str, Any], verdicts: Sequence[Verdict],

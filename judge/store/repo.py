@@ -313,6 +313,19 @@ class Store:
                                 .order_by(T_VERDICT.c.item_id)).mappings().all()
         return [row_verdict(r) for r in rows]
 
+    def run_verdicts_of(self, run_id: str, item_ids: Iterable[str]) -> list[Verdict]:
+        """The verdicts stored for `run_id` on the given items (e.g. the labelled ones), in
+        item order: a run report's agreement over earlier runs without reading every verdict
+        of every run."""
+        ids = sorted(set(item_ids))
+        out: list[Verdict] = []
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                stmt = select(T_VERDICT).where(T_VERDICT.c.run_id == run_id,
+                                               T_VERDICT.c.item_id.in_(ids[i:i + _CHUNK]))
+                out.extend(row_verdict(r) for r in conn.execute(stmt).mappings())
+        return sorted(out, key=lambda v: v.item_id)
+
     def has_verdict(self, run_id: str, item_id: str) -> bool:
         with store_errors(self.url), self._read() as conn:
             return conn.execute(select(T_VERDICT.c.id).where(
