@@ -5,6 +5,10 @@ every one of them is escaped for where it lands (judge.safe_text). Text shows co
 characters as escapes; Markdown and HTML are built by one function (`_document`) through a
 writer that escapes each such value for its format, so neither can carry a tag, a link, an
 image, a heading or a broken table from the content.
+
+`render_html` here is the summary alone as a plain document. The run report page that
+`judge report run --format html` writes (gate banner, bars, charts, changes and trends from
+the store, the agreement report's page and stylesheet) is judge.reports.run.
 """
 
 from __future__ import annotations

@@ -115,6 +115,7 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
                   "uncalibrated": judge.uncalibrated, "review_share": judge.review_share,
                   "provider_calls": judge.provider_calls, "cache_hits": judge.cached},
         "gate": gate.to_dict(),
+        "release": plan.suite.release.model_dump(),  # the rules' thresholds, for reports
         "scenarios": {s: {"passed": p, "total": t, "text": f"{p}/{t}"}
                       for s, (p, t) in gate.scenario_pass.items()},
         "clusters": [c.to_dict() for c in clusters],
