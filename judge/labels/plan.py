@@ -26,9 +26,9 @@ import hashlib
 import itertools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,11 +47,25 @@ from judge.stats.budget import (
 )
 
 if TYPE_CHECKING:
-    from judge.calibration.record import CalibrationRecord
     from judge.store import Store
+    from judge.store.records import ReviewRequest
 
 #: the queue reason of an item put in front of people by a label plan
 PLAN_REASON = "label plan"
+
+
+class Calibration(Protocol):
+    """What a plan needs of a calibration record (judge.calibration.CalibrationRecord)."""
+
+    @property
+    def threshold(self) -> float | None: ...
+
+    def calibrate(self, raw_conf: Any, judge_fail: Any = None) -> Any: ...
+
+
+#: (rubric, prompt hash, model) -> the calibration that applies, or None
+#: (judge.calibration.lookup.find_calibration with its store)
+FindCalibration = Callable[[str, str, str], Calibration | None]
 
 
 @dataclass
@@ -314,7 +328,7 @@ def make_plan(inp: PlanInput, *, target_width: float, confidence: float = 0.95,
 
 
 def plan_input(verdicts: Sequence[Verdict], labels: Sequence[HumanLabel],
-               calibration: CalibrationRecord | None = None) -> PlanInput:
+               calibration: Calibration | None = None) -> PlanInput:
     """Arrays for `make_plan` from one (rubric, prompt, model)'s verdicts (newest per item;
     unscored ones are left out) and the label history of their items."""
     scored = [v for v in verdicts if v.label != "unscored" and v.confidence is not None]
@@ -323,7 +337,8 @@ def plan_input(verdicts: Sequence[Verdict], labels: Sequence[HumanLabel],
     ids = [v.item_id for v in scored]
     jf = np.asarray([v.label == "fail" for v in scored], dtype=bool)
     raw = np.asarray([float(v.confidence or 0.0) for v in scored], dtype=np.float64)
-    conf = calibration.calibrate(raw, jf) if calibration is not None and scored else raw
+    conf = (np.asarray(calibration.calibrate(raw, jf), dtype=np.float64)
+            if calibration is not None and scored else raw)
     ref = [refs.labels.get(i) for i in ids]
     labelled = np.asarray([r is not None or i in tied for r, i in zip(ref, ids,
                                                                            strict=True)],
@@ -346,11 +361,11 @@ def plan_input(verdicts: Sequence[Verdict], labels: Sequence[HumanLabel],
 
 def plan_for_rubric(store: Store, rubric: str, *, prompt_version: str | None = None,
                     target_width: float, confidence: float = 0.95, seed: int = 0,
-                    limit: int | None = None) -> LabelPlan:
+                    limit: int | None = None,
+                    find_calibration: FindCalibration | None = None) -> LabelPlan:
     """The plan from the database: the newest verdict per item of `rubric` (of
     `prompt_version` when given) from the most common (prompt hash, model) among them, their
-    labels and the calibration record that applies (database, then committed files)."""
-    from judge.calibration.lookup import find_calibration
+    labels and the calibration `find_calibration` gives for them (none: uncalibrated)."""
     from judge.errors import InputError
 
     verdicts = [v for v in store.verdicts_for(rubric, prompt_version)
@@ -362,8 +377,8 @@ def plan_for_rubric(store: Store, rubric: str, *, prompt_version: str | None = N
     groups = Counter((v.prompt_hash, v.model) for v in verdicts)
     (prompt_hash, model), _ = max(groups.items(), key=lambda kv: (kv[1], str(kv[0])))
     mine = [v for v in verdicts if (v.prompt_hash, v.model) == (prompt_hash, model)]
-    record = (find_calibration(store, rubric, prompt_hash, model)
-              if prompt_hash and model else None)
+    record = (find_calibration(rubric, prompt_hash, model)
+              if find_calibration is not None and prompt_hash and model else None)
     labels = store.labels_for([v.item_id for v in mine])
     plan = make_plan(plan_input(mine, labels, record), target_width=target_width,
                      confidence=confidence, seed=seed, limit=limit)
@@ -371,3 +386,54 @@ def plan_for_rubric(store: Store, rubric: str, *, prompt_version: str | None = N
         plan.notes.append(f"planned for the most common prompt/model of {len(groups)}; "
                           "name one with --version")
     return plan
+
+
+def _w(x: float | None) -> str:
+    return "undefined" if x is None else f"{x:.3f}"
+
+
+def plan_text(plan: LabelPlan) -> str:
+    """The plan for a terminal (item ids made visible: every control character escaped)."""
+    from judge.safe_text import one_line
+
+    head = (f"label plan for rubric {one_line(plan.rubric)} (prompt "
+            f"{one_line(plan.prompt_version or '?')}, model {one_line(plan.model or '?')}): "
+            f"{plan.n_judged} judged, {plan.n_labelled} labelled; target width "
+            f"{plan.target_width} at {plan.confidence_level:.0%}")
+    lines = [head]
+    if plan.calibrated:
+        cut = "none" if plan.threshold is None else f"{plan.threshold:.3f}"
+        lines.append(f"calibrated confidence; routing threshold {cut}")
+    for t in plan.targets:
+        now = _w(t.width)
+        est = "" if t.estimate is None else f" estimate {t.estimate:.3f},"
+        lines.append(
+            f"  {t.name}: {t.labelled} of {t.population} labelled,{est} width {now}; "
+            f"{t.more} more labels bring it to {_w(t.width_after)} at most (planned with "
+            f"caution: {'reaches' if t.reached else 'SHORT OF'} {plan.target_width}); a simple "
+            f"random sample would need ~{t.random_sampling_n} labels in all")
+    c = plan.per_class
+    lines.append(
+        f"{plan.n_more} more labels: {c['judge_fail']['more']} of the judge's fails, "
+        f"{c['judge_pass']['more']} of its passes (expected: {c['human_fail']['more']:.0f} "
+        f"human fail, {c['human_pass']['more']:.0f} human pass)")
+    lines.append("strata (judge label, confidence band: items, labelled, assumed agreement, "
+                 "more):")
+    for s in plan.strata:
+        mark = " *" if s.above_threshold else ""
+        lines.append(f"  {s.judge_label:4} {s.conf_lo:.3f}-{s.conf_hi:.3f}{mark}: "
+                     f"{s.population}, {s.labelled}, {s.assumed_agreement:.2f}, {s.more}")
+    if plan.items:
+        lines.append(f"label next ({len(plan.items)} shown):")
+        lines += [f"  {it.rank:4}  {one_line(it.item_id)}  judge {it.judge_label} "
+                  f"{it.confidence:.3f}" for it in plan.items]
+    lines += [f"note: {one_line(n)}" for n in plan.notes]
+    return "\n".join(lines) + "\n"
+
+
+def plan_requests(plan: LabelPlan) -> list[ReviewRequest]:
+    """The planned items as review requests (reason "label plan"), in plan order."""
+    from judge.store.records import ReviewRequest
+
+    return [ReviewRequest(it.item_id, reason=PLAN_REASON, rubric=plan.rubric or None,
+                          confidence=it.confidence) for it in plan.items]
