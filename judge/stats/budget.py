@@ -109,15 +109,17 @@ def planning_rate(k: ArrayLike, n: ArrayLike, prior_mean: ArrayLike, *,
     mean = posterior_rate(k, n, prior_mean, prior_strength)
     if level <= 0.0:
         return mean
-    from scipy.stats import beta  # imported here: scipy.stats costs ~0.5 s to load
+    # the Beta quantile function itself: scipy.special loads in a fraction of the time
+    # scipy.stats takes (seconds on a loaded machine)
+    from scipy.special import betaincinv
 
     k_ = np.asarray(k, dtype=np.float64)
     n_ = np.asarray(n, dtype=np.float64)
     m = np.clip(np.asarray(prior_mean, dtype=np.float64), 1e-6, 1.0 - 1e-6)
     a = k_ + prior_strength * m
     b = n_ - k_ + prior_strength * (1.0 - m)
-    lo = beta.ppf((1.0 - level) / 2.0, a, b)
-    hi = beta.ppf((1.0 + level) / 2.0, a, b)
+    lo = betaincinv(a, b, (1.0 - level) / 2.0)
+    hi = betaincinv(a, b, (1.0 + level) / 2.0)
     return np.asarray(np.where(lo > 0.5, lo, np.where(hi < 0.5, hi, 0.5)), dtype=np.float64)
 
 
