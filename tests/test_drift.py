@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from judge.calibration.drift import drift_from_store
@@ -193,3 +195,23 @@ def test_judge_run_fails_its_gate_on_a_drop(tmp_path: Path, last_agree: int,
         assert gate["agreement_drop"]["flagged"] is (last_agree == 36)
     if code == 1:
         assert any("max_agreement_drop" in r for r in gate["reasons"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 200)), min_size=1, max_size=12),
+       st.integers(1, 6))
+def test_drift_points_properties(counts: list[tuple[int, int]], window: int) -> None:
+    n = [max(a, b) for a, b in counts]
+    k = [min(a, b) for a, b in counts]
+    pts = drift_points(k, n, window=window)
+    assert len(pts) == len(k)
+    for p, ki, ni in zip(pts, k, n, strict=True):
+        if ni == 0:
+            assert p.agreement is None and not p.flagged
+            continue
+        assert p.ci is not None and 0.0 <= p.ci[0] <= ki / ni <= p.ci[1] <= 1.0
+        if p.flagged:  # a flag is a drop whose whole interval lies above 0
+            assert p.drop is not None and p.drop_ci is not None
+            assert p.drop > 0 and p.drop_ci[0] > 0
+        if p.drop_ci is not None:
+            assert -1.0 <= p.drop_ci[0] <= p.drop <= p.drop_ci[1] <= 1.0

@@ -56,8 +56,9 @@ def wilson_interval(k: ArrayLike, n: ArrayLike, confidence: float = 0.95
         den = 1.0 + z * z / n_
         centre = (p + z * z / (2.0 * n_)) / den
         half = z * np.sqrt(p * (1.0 - p) / n_ + z * z / (4.0 * n_ * n_)) / den
-    lo = np.where(n_ > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-    hi = np.where(n_ > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    # exact ends where the formula's are 0 and 1 up to rounding (k = 0, k = n)
+    lo = np.where(n_ > 0, np.where(k_ <= 0, 0.0, np.clip(centre - half, 0.0, 1.0)), np.nan)
+    hi = np.where(n_ > 0, np.where(k_ >= n_, 1.0, np.clip(centre + half, 0.0, 1.0)), np.nan)
     return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
