@@ -244,3 +244,20 @@ def test_labels_plan_without_verdicts_is_bad_input(store_url: str) -> None:
                        "--db", store_url)
     assert code == 2
     assert "no verdicts of rubric 'nope'" in err and "Traceback" not in err
+
+
+def test_unsure_and_tied_items_are_neither_counted_nor_planned() -> None:
+    from judge.labels.plan import make_plan, plan_input
+
+    verdicts = [Verdict(item_id=f"t{i}#1:r", label="pass", confidence=0.5 + i / 40,
+                        rubric="r") for i in range(12)]
+    labels = [HumanLabel(item_id=f"t{i}#1:r", label="pass", annotator="a") for i in range(3)]
+    labels += [HumanLabel(item_id=f"t{i}#1:r", label="unsure", annotator="a") for i in (3, 4)]
+    labels += [HumanLabel(item_id="t5#1:r", label="pass", annotator="a"),
+               HumanLabel(item_id="t5#1:r", label="fail", violated_key="k", annotator="b")]
+    inp = plan_input(verdicts, labels)
+    assert list(inp.excluded[:6]) == [False, False, False, True, True, True]
+    plan = make_plan(inp, target_width=0.01)  # unreachable: plan every open item
+    assert plan.n_labelled == 3 and not plan.reachable
+    assert sorted(it.item_id for it in plan.items) == sorted(f"t{i}#1:r" for i in range(6, 12))
+    assert any("still leaves agreement wider" in n for n in plan.notes)

@@ -264,8 +264,10 @@ def make_plan(inp: PlanInput, *, target_width: float, confidence: float = 0.95,
                               target_width))
     cautious = planning_rate(k_lab, n_lab, prior, prior_strength=prior_strength,
                              level=caution)
+    open_items = ~inp.labelled & ~inp.excluded
     alloc = allocate_labels(pop, n_lab, cautious, targets, confidence=confidence,
-                            min_per_stratum=min_per_stratum)
+                            min_per_stratum=min_per_stratum,
+                            capacity=np.bincount(ids[open_items], minlength=n_s))
     for h, s in enumerate(strata):
         s.more = int(alloc.more[h])
 
@@ -290,7 +292,7 @@ def make_plan(inp: PlanInput, *, target_width: float, confidence: float = 0.95,
 
     # the items: each stratum's unlabelled items in a seeded random order
     candidates: dict[int, list[int]] = {h: [] for h in range(n_s)}
-    for j in np.flatnonzero(~inp.labelled & ~inp.excluded):
+    for j in np.flatnonzero(open_items):
         candidates[int(ids[j])].append(int(j))
     for h in candidates:
         candidates[h].sort(key=lambda i: (_draw(inp.item_ids[i], seed), inp.item_ids[i]))

@@ -188,12 +188,14 @@ class Allocation:
 
 def allocate_labels(population: ArrayLike, n: ArrayLike, rate: ArrayLike,
                     targets: Sequence[Target], *, confidence: float = 0.95,
-                    min_per_stratum: int = 2, budget: int | None = None) -> Allocation:
+                    min_per_stratum: int = 2, budget: int | None = None,
+                    capacity: ArrayLike | None = None) -> Allocation:
     """New labels per stratum so every target's interval is at most its width wide.
 
-    `rate` is each stratum's assumed rate (a posterior mean; its variance p(1-p) is what
-    matters). First every stratum holding items gets `min_per_stratum` labels (an interval
-    needs a variance estimate for each); then one label at a time goes where it shrinks the
+    `rate` is each stratum's assumed rate (its variance p(1-p) is what matters);
+    `capacity` how many more items each stratum can give (default population - n).
+    First every stratum holding items gets `min_per_stratum` labels (an interval needs a
+    variance estimate for each); then one label at a time goes where it shrinks the
     still-unmet targets' variances most (relative to each one's allowed variance), until all
     are met, the strata run out of unlabelled items, or `budget` labels are spent. The
     variance is separable and convex in each stratum's count, so the greedy choice is the
@@ -209,11 +211,12 @@ def allocate_labels(population: ArrayLike, n: ArrayLike, rate: ArrayLike,
     if w.size and w.shape[1] != pop.size:
         raise ValueError("a target's weights differ in length from the strata")
     allowed = np.asarray([(t.width / (2.0 * z)) ** 2 for t in targets], dtype=np.float64)
-    capacity = np.maximum(pop - have, 0.0)
+    room = np.maximum(pop - have, 0.0)
+    cap = room if capacity is None else np.minimum(np.asarray(capacity, dtype=np.float64), room)
     more = np.zeros(pop.size, dtype=np.int64)
     order: list[int] = []
     spent = 0
-    limit = budget if budget is not None else int(capacity.sum())
+    limit = budget if budget is not None else int(cap.sum())
 
     def variances(counts: FloatArray) -> FloatArray:
         return np.asarray([_stratum_variance(wt, p, counts, pop).sum() for wt in w],
@@ -222,14 +225,14 @@ def allocate_labels(population: ArrayLike, n: ArrayLike, rate: ArrayLike,
     for h in np.argsort(-pop, kind="stable"):
         covered = bool(w.size) and bool((w[:, h] > 0).any())
         need = max(0, min_per_stratum - int(have[h]))
-        while need > 0 and capacity[h] > more[h] and covered and spent < limit:
+        while need > 0 and cap[h] > more[h] and covered and spent < limit:
             more[h] += 1
             order.append(int(h))
             spent += 1
             need -= 1
 
     def gain(h: int, counts: FloatArray, unmet: NDArray[np.bool_]) -> float:
-        if counts[h] >= pop[h] or more[h] >= capacity[h]:
+        if counts[h] >= pop[h] or more[h] >= cap[h]:
             return 0.0
         now = w[:, h] ** 2 * p[h] * (1 - p[h]) * (1 - counts[h] / pop[h]) / max(counts[h], 1.0)
         nxt = w[:, h] ** 2 * p[h] * (1 - p[h]) * (1 - (counts[h] + 1) / pop[h]) / (counts[h] + 1)
