@@ -2,7 +2,8 @@
 `judge labels plan` command timed as a user runs it. Prints figures; run with
 
     .venv/bin/python benchmarks/label_budget.py [--runs 200] [--width 0.1 0.05] [--n 2000]
-                                                [--cli-items 20000]
+                                                [--cli-items 20000] [--replan 0.5]
+                                                [--bias 0.05 | --uncalibrated]
 
 Each run draws a world of `--n` judged items whose agreement with people follows a known
 calibration curve (judge.testing.budget_sim), starts from the 40 labels a review queue would
@@ -27,16 +28,21 @@ import numpy as np
 from judge.testing.budget_sim import trial
 
 
-def simulate(runs: int, width: float, n: int) -> None:
+def simulate(runs: int, width: float, n: int, *, bias: float = 0.0,
+             calibrated: bool = True, replan_at: float | None = None) -> None:
     t0 = time.perf_counter()
-    trials = [trial(seed, target_width=width, n=n) for seed in range(runs)]
+    trials = [trial(seed, target_width=width, n=n, bias=bias, calibrated=calibrated,
+                    replan_at=replan_at) for seed in range(runs)]
     dt = time.perf_counter() - t0
     planned = np.array([t.start + t.planned for t in trials])
     same = np.array([t.start + t.random_needed for t in trials])
     plain = np.array([t.random_plain for t in trials])
     reached = np.mean([t.reached for t in trials])
     cov = {k: np.mean([t.covered[k] for t in trials]) for k in trials[0].covered}
-    print(f"width {width}, {runs} runs of {n} items ({dt:.1f} s):")
+    world = ("uncalibrated (raw confidence, no threshold)" if not calibrated else
+             f"calibration overstating agreement by {bias}" if bias else "calibrated")
+    how = "one plan" if replan_at is None else f"re-planned after {replan_at:.0%} of it"
+    print(f"width {width}, {runs} runs of {n} items, {world}, {how} ({dt:.1f} s):")
     print(f"  plan reached the width in {reached:.1%} of runs; intervals covered the truth: "
           + ", ".join(f"{k} {v:.1%}" for k, v in cov.items()))
     for name, arr in (("planned (start + plan)", planned),
@@ -90,9 +96,16 @@ def main() -> None:
     ap.add_argument("--width", type=float, nargs="+", default=[0.1, 0.05])
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--cli-items", type=int, default=20000)
+    ap.add_argument("--bias", type=float, default=0.0,
+                    help="the calibration overstates agreement by this much")
+    ap.add_argument("--uncalibrated", action="store_true",
+                    help="plan on raw confidence, no threshold target")
+    ap.add_argument("--replan", type=float, default=None, metavar="SHARE",
+                    help="label this share of the plan, plan again, label that plan")
     a = ap.parse_args()
     for w in a.width if a.runs else []:
-        simulate(a.runs, w, a.n)
+        simulate(a.runs, w, a.n, bias=a.bias, calibrated=not a.uncalibrated,
+                 replan_at=a.replan)
     if a.cli_items:
         time_cli(a.cli_items)
 

@@ -149,6 +149,16 @@ def test_planned_labels_reach_the_width_with_fewer_labels_than_random_sampling()
     assert covered >= 0.8, covered
 
 
+def test_a_stale_calibration_needs_a_second_plan_and_then_reaches_the_width() -> None:
+    """The calibration overstates agreement by 5 points: one plan falls short often (measured
+    in benchmarks/README.md: 65% of runs reach the width); labelling half of it and planning
+    again from those labels reaches it in >= 90% of runs, still under random sampling."""
+    trials = [trial(seed, bias=0.05, replan_at=0.5) for seed in range(20)]
+    assert np.mean([t.reached for t in trials]) >= 0.9
+    planned = np.median([t.start + t.planned for t in trials])
+    assert planned < np.median([t.random_plain for t in trials])
+
+
 # -- the store and the command ---------------------------------------------------------------
 def _verdicts() -> list[Verdict]:
     prompt = load_prompt(RUBRIC)

@@ -425,6 +425,9 @@ def plan_text(plan: LabelPlan) -> str:
         mark = " *" if s.above_threshold else ""
         lines.append(f"  {s.judge_label:4} {s.conf_lo:.3f}-{s.conf_hi:.3f}{mark}: "
                      f"{s.population}, {s.labelled}, {s.assumed_agreement:.2f}, {s.more}")
+    if plan.n_more:
+        lines.append("re-run the plan after labelling about half of these: it then plans from "
+                     "what those labels showed (in simulation, a stale calibration needs it)")
     if plan.items:
         lines.append(f"label next ({len(plan.items)} shown):")
         lines += [f"  {it.rank:4}  {one_line(it.item_id)}  judge {it.judge_label} "

@@ -26,6 +26,7 @@ class World:
     p_agree: np.ndarray
     agreed: np.ndarray
     threshold: float | None
+    calibrated: bool = True  # False: `confidence` is the raw one, and there is no threshold
 
     def truth(self, mask: np.ndarray | None = None) -> float:
         """The population's realised agreement (within `mask`)."""
@@ -34,13 +35,18 @@ class World:
 
 
 def make_world(rng: np.random.Generator, n: int = 2000, *, fail_share: float = 0.25,
-               threshold: float | None = 0.9, noise: float = 0.02) -> World:
+               threshold: float | None = 0.9, noise: float = 0.02, bias: float = 0.0,
+               calibrated: bool = True) -> World:
+    """`bias`: how far the calibration overstates agreement (a stale calibration);
+    `calibrated` False: the judge's raw confidence only, no threshold."""
     raw = rng.beta(5.0, 1.6, size=n)  # most verdicts confident, a tail of unsure ones
     p_agree = 0.5 + 0.49 * raw ** 3  # 0.5 at no confidence, 0.99 at full
-    calibrated = np.clip(p_agree + rng.normal(0.0, noise, size=n), 0.0, 1.0)
+    conf = np.clip(p_agree + bias + rng.normal(0.0, noise, size=n), 0.0, 1.0)
     return World(item_ids=[f"t{i}#1:sim" for i in range(n)],
-                 judge_fail=rng.random(n) < fail_share, confidence=calibrated,
-                 p_agree=p_agree, agreed=rng.random(n) < p_agree, threshold=threshold)
+                 judge_fail=rng.random(n) < fail_share,
+                 confidence=conf if calibrated else raw, p_agree=p_agree,
+                 agreed=rng.random(n) < p_agree,
+                 threshold=threshold if calibrated else None, calibrated=calibrated)
 
 
 def queue_start(world: World, rng: np.random.Generator, n_low: int = 30,
@@ -59,7 +65,7 @@ def plan_input(world: World, labelled: np.ndarray) -> PlanInput:
     return PlanInput(item_ids=world.item_ids, judge_fail=world.judge_fail,
                      confidence=world.confidence, labelled=labelled.copy(),
                      agreed=world.agreed & labelled, human_fail=hf & labelled,
-                     excluded=np.zeros_like(labelled), calibrated=True,
+                     excluded=np.zeros_like(labelled), calibrated=world.calibrated,
                      threshold=world.threshold, rubric="sim")
 
 
@@ -88,15 +94,29 @@ class Trial:
 
 
 def trial(seed: int, *, target_width: float = 0.1, n: int = 2000, step: int = 10,
-          threshold: float | None = 0.9, n_bins: int = 3, caution: float = 0.8) -> Trial:
+          threshold: float | None = 0.9, n_bins: int = 3, caution: float = 0.8,
+          bias: float = 0.0, calibrated: bool = True, replan_at: float | None = None
+          ) -> Trial:
+    """`replan_at` (e.g. 0.5): label that share of the plan, plan again from the labels
+    then held, and label the second plan (the plan as it is meant to be used: re-run as
+    labels arrive). `planned` counts both."""
     rng = np.random.default_rng(seed)
-    world = make_world(rng, n, threshold=threshold)
+    world = make_world(rng, n, threshold=threshold, bias=bias, calibrated=calibrated)
     start = queue_start(world, rng)
     plan = make_plan(plan_input(world, start), target_width=target_width, seed=seed,
                      n_bins=n_bins, caution=caution)
     index = {iid: i for i, iid in enumerate(world.item_ids)}
     after = start.copy()
-    after[[index[it.item_id] for it in plan.items]] = True
+    items = [index[it.item_id] for it in plan.items]
+    n_planned = len(items)
+    if replan_at is not None:
+        first = items[:round(replan_at * len(items))]
+        after[first] = True
+        again = make_plan(plan_input(world, after), target_width=target_width, seed=seed,
+                          n_bins=n_bins, caution=caution)
+        items = [index[it.item_id] for it in again.items]
+        n_planned = len(first) + len(items)
+    after[items] = True
     got = widths(world, after, n_bins=n_bins)
     reached = all(w <= target_width for w, _ in got.values())
     # random sampling from the same start, read with the same stratified estimator
@@ -108,7 +128,7 @@ def trial(seed: int, *, target_width: float = 0.1, n: int = 2000, step: int = 10
         if all(w <= target_width for w, _ in widths(world, labelled, n_bins=n_bins).values()):
             needed = min(k, len(order))
             break
-    return Trial(planned=len(plan.items), reached=reached,
+    return Trial(planned=n_planned, reached=reached,
                  covered={k: c for k, (_, c) in got.items()}, random_needed=needed,
                  random_plain=plain_random(world, rng, target_width, step),
                  start=int(start.sum()))
