@@ -111,7 +111,9 @@ class TargetPlan:
     width_after: float | None
     reached: bool
     more: int  # labels this target's strata get
-    random_sampling_n: int  # labels a simple random sample needs for the same width
+    # labels a simple random sample of every judged item needs in all (in expectation) for a
+    # plain Wilson interval of this width (capped at n_judged)
+    random_sampling_n: int
 
 
 @dataclass
@@ -282,8 +284,11 @@ def make_plan(inp: PlanInput, *, target_width: float, confidence: float = 0.95,
             estimate=est.estimate, ci=None if est.lo is None else [est.lo, float(est.hi or 0)],
             width=_finite(est.width), width_after=_finite(alloc.widths[name]),
             reached=alloc.reached[name], more=int(alloc.more[mask].sum()),
-            random_sampling_n=min(required_n_wilson(p_all, target_width, confidence),
-                                  int(sub.sum()))))
+            # a simple random sample of every judged item catches this target's items at
+            # their population share: it needs that many more in all, in expectation
+            random_sampling_n=min(math.ceil(required_n_wilson(p_all, target_width, confidence)
+                                            * total / max(float(sub.sum()), 1.0)),
+                                  int(total))))
     reachable = all(alloc.reached.values())
     if not reachable:
         short = [t.name for t in target_plans if not t.reached]
