@@ -1,11 +1,12 @@
 """Prompt files `<rubric>/<version>.md`: YAML front matter plus a template.
 
-Where they are found: the built-in prompts ship inside the package
-(`judge/data/prompts/`, package data in the wheel); a user prompts directory
-(`JUDGE_PROMPTS_DIR`, or `prompts_dir` in judge.toml: `judge.settings.prompts_dir`) is laid
-over them (or used alone with `JUDGE_BUILTIN_PROMPTS=off` / `builtin_prompts = false`). A user `scope_fidelity/v1.md` replaces the built-in file of the same rubric and
-version; a new rubric or version adds to them. Every Prompt says where it came from
-(`source`, and `replaces`: the hash of the built-in file it replaced, if any).
+Where they are found: the built-in prompts ship inside the package (`judge/data/prompts/`,
+package data in the wheel); a user prompts directory (`JUDGE_PROMPTS_DIR`, or `prompts_dir`
+in judge.toml: `judge.settings.prompts_dir`) is laid over them, or used alone with
+`JUDGE_BUILTIN_PROMPTS=off` / `builtin_prompts = false`. A user `scope_fidelity/v1.md`
+replaces the built-in file of the same rubric and version; a new rubric or version adds.
+Every Prompt says where it came from (`source`, and `replaces`: the hash of the built-in
+file it replaced, if any).
 
     ---
     rubric: scope_fidelity
