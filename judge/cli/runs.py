@@ -97,12 +97,11 @@ def show_cmd(
 ) -> None:
     """One run: its stored config, status, timings, counts, gate, and how to resume or
     report it."""
-    with cli_errors():
-        with open_database(database) as store:
-            stored = store.get_run(run_id)
-            if stored is None:
-                raise InputError(f"no run '{run_id}' in {store.where}")
-            run = {**stored, "verdicts": store.count_verdicts(run_id)}
+    with cli_errors(), open_database(database) as store:
+        stored = store.get_run(run_id)
+        if stored is None:
+            raise InputError(f"no run '{run_id}' in {store.where}")
+        run = {**stored, "verdicts": store.count_verdicts(run_id)}
     summary = run.get("summary") or {}
     gate = summary.get("gate") if isinstance(summary.get("gate"), dict) else None
     doc = {**_row(run), "config": run.get("config") or {},
