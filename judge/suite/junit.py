@@ -23,7 +23,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from judge.safe_text import escape_char, visible
+from judge.safe_text import escape_char, one_line, visible
 
 #: characters outside XML 1.0's Char production (after `visible`, only these can be left)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -56,11 +56,12 @@ def _trace_failure(t: dict[str, Any]) -> tuple[str, str, str]:
     else:
         kind = "judge"
     message = divergence_text(div) or f"{judge_fails} judge verdict(s) failed"
-    body = [f"first divergence: {message}"]
+    # each line of the body is one value on one line: trace text cannot forge a line
+    body = [f"first divergence: {one_line(message)}"]
     if div:
         for key in ("key", "severity", "safety_critical"):
             if div.get(key) is not None:
-                body.append(f"{key}: {div[key]}")
+                body.append(f"{key}: {one_line(div[key])}")
     body.append(f"eligible: {t.get('eligible')}, quality: {t.get('quality')}, "
                 f"safety-critical failures: {t.get('safety_critical_failures', 0)}, "
                 f"judge fails: {judge_fails}, judge pending review: "
@@ -100,14 +101,15 @@ def to_junit(summary: dict[str, Any], *, seconds: float | None = None) -> str:
         case = _case(suite, "judge.input", f"input error {i}")
         tests += 1
         errors += 1
-        _fail(case, "error", "input", str(message), str(message))
+        _fail(case, "error", "input", str(message), one_line(message))
     gate = summary.get("gate") or {}
     case = _case(suite, GATE_CLASS, str(summary.get("suite") or "suite"))
     tests += 1
     if not gate.get("passed"):
         failures += 1
         reasons = [str(r) for r in gate.get("reasons") or []] or ["the release gate failed"]
-        _fail(case, "failure", "gate", "; ".join(reasons), "\n".join(reasons))
+        _fail(case, "failure", "gate", "; ".join(reasons),
+              "\n".join(one_line(r) for r in reasons))
     counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors),
               "skipped": "0", "time": f"{seconds or 0:.3f}"}
     for el in (root, suite):
