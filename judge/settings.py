@@ -3,7 +3,7 @@
 The config file is `judge.toml` in the working directory, or the file named by JUDGE_CONFIG;
 its `[judge]` table takes the field names below (`model`, `base_url`, `timeout`, `retries`,
 `concurrency`, `rpm`, `seed`, `temperature`, `max_tokens`, `database_url`,
-`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`). API keys are read
+`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`, `prompts_dir`). API keys are read
 from the environment only (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a file.
 """
 
@@ -21,8 +21,11 @@ from judge.errors import ConfigError
 from judge.request import ModelParams, Redaction
 
 CONFIG_FILE_NAME = "judge.toml"
-#: the prompts directory, instead of the repository's `prompts/` (see `prompts_dir`)
+#: the user prompts directory, laid over the built-in prompts (see `prompts_dir`)
 PROMPTS_DIR_VAR = "JUDGE_PROMPTS_DIR"
+#: "off"/"false"/"0": the user prompts directory alone, without the built-in prompts
+BUILTIN_PROMPTS_VAR = "JUDGE_BUILTIN_PROMPTS"
+_OFF = frozenset({"0", "off", "false", "no"})
 
 #: environment variable -> settings field
 ENV_VARS: dict[str, str] = {
@@ -42,13 +45,16 @@ ENV_VARS: dict[str, str] = {
     "ANTHROPIC_API_KEY": "anthropic_api_key",
     "JUDGE_IDENTITY_PATTERNS": "identity_patterns",
     "JUDGE_LABEL_CLOCK_SKEW_S": "label_clock_skew_s",
+    PROMPTS_DIR_VAR: "prompts_dir",
+    BUILTIN_PROMPTS_VAR: "builtin_prompts",
 }
 
 #: fields a config file may set (keys stay in the environment)
 FILE_FIELDS = frozenset({"model", "base_url", "openai_base_url", "timeout", "retries",
                          "concurrency", "rpm", "seed", "temperature", "max_tokens",
                          "database_url", "db_busy_timeout_ms", "identity_patterns",
-                         "label_clock_skew_s"})
+                         "label_clock_skew_s", "prompts_dir",
+                         "builtin_prompts"})
 
 
 class Settings(BaseModel):
@@ -79,6 +85,11 @@ class Settings(BaseModel):
     identity_patterns: tuple[str, ...] = ()
     #: seconds an imported label's created_at may lie ahead of this machine's clock
     label_clock_skew_s: float = Field(default=300.0, ge=0, le=86_400)
+    #: the user prompts directory, laid over the built-in prompts (a file of the same rubric
+    #: and version replaces the built-in one; others add); see judge.prompts.files
+    prompts_dir: Path | None = None
+    #: False: the user prompts directory alone (a package upgrade adds no prompt version)
+    builtin_prompts: bool = True
     #: the config file that was read, if any
     config_file: Path | None = None
 
@@ -101,6 +112,8 @@ class Settings(BaseModel):
         config_path = _config_path(env, cwd or Path.cwd())
         if config_path is not None:
             for key, value in _read_config(config_path).items():
+                if key == "prompts_dir" and isinstance(value, str) and value:
+                    value = config_path.parent / value  # relative to the file, as above
                 values[key] = value
                 source[key] = f"{config_path}: [judge] field '{key}'"
 
@@ -138,14 +151,42 @@ class Settings(BaseModel):
                            max_tokens=self.max_tokens)
 
 
-def prompts_dir(environ: Mapping[str, str] | None = None) -> Path | None:
-    """The prompts directory named by JUDGE_PROMPTS_DIR, or None (use the default).
+def prompts_dir(environ: Mapping[str, str] | None = None,
+                cwd: Path | None = None) -> Path | None:
+    """The user prompts directory: JUDGE_PROMPTS_DIR, else `prompts_dir` in the config file
+    (relative to the file's directory), else None (the built-in prompts only).
 
-    A function, not a Settings field: prompt files are looked up often and by code that
-    has no Settings at hand, and this needs neither the config file nor validation.
+    A function, not only a Settings field: prompt files are looked up by code that has no
+    Settings at hand; this reads just the one field.
     """
-    value = (os.environ if environ is None else environ).get(PROMPTS_DIR_VAR)
-    return Path(value) if value else None
+    env = os.environ if environ is None else environ
+    value = env.get(PROMPTS_DIR_VAR)
+    if value:
+        return Path(value)
+    config = _config_path(env, cwd or Path.cwd())
+    if config is None:
+        return None
+    named = _read_config(config).get("prompts_dir")
+    if named is None or named == "":
+        return None
+    if not isinstance(named, str):
+        raise ConfigError(f"{config}: [judge] field 'prompts_dir': expected a path string")
+    return config.parent / named
+
+
+def builtin_prompts(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> bool:
+    """False when JUDGE_BUILTIN_PROMPTS (else judge.toml `builtin_prompts`) turns the built-in
+    prompts off, so only the user prompts directory counts: a team that pins its own reviewed
+    prompts gets no new default version from a package upgrade."""
+    env = os.environ if environ is None else environ
+    value = env.get(BUILTIN_PROMPTS_VAR)
+    if value:
+        return value.strip().lower() not in _OFF
+    config = _config_path(env, cwd or Path.cwd())
+    named = _read_config(config).get("builtin_prompts", True) if config is not None else True
+    if not isinstance(named, bool):
+        raise ConfigError(f"{config}: [judge] field 'builtin_prompts': expected true or false")
+    return named
 
 
 def _config_path(env: Mapping[str, str], cwd: Path) -> Path | None:
@@ -182,4 +223,6 @@ def _parse_env(key: str, raw: str) -> Any:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if key in ("rpm", "seed") and raw.strip().lower() in ("none", "off", "null"):
         return None
+    if key == "builtin_prompts":
+        return raw.strip().lower() not in _OFF
     return raw

@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from judge.calibration import load_records
 from judge.cli.main import app
+from judge.prompts.files import BUILTIN_PROMPTS_DIR
 
-REPO_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+REPO_PROMPTS = BUILTIN_PROMPTS_DIR
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -104,6 +105,7 @@ def test_check_lists_stale_rubrics(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (prompts / "scope_fidelity").mkdir(parents=True)
     shutil.copy(REPO_PROMPTS / "scope_fidelity" / "v1.md", prompts / "scope_fidelity" / "v1.md")
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(prompts))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     from judge.prompts.files import load_prompt
 
     current = load_prompt("scope_fidelity")

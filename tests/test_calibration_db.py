@@ -31,13 +31,14 @@ from judge.cli.main import app
 from judge.formats import Verdict
 from judge.pipeline.route import route_and_save
 from judge.prompts import load_prompt
+from judge.prompts.files import BUILTIN_PROMPTS_DIR
 from judge.providers.scripted import ScriptedProvider
 from judge.routing import RoutingPolicy
 from judge.settings import Settings
 from judge.store import open_store
 from judge.testing.fakeserver import FakeProviderServer
 
-REPO_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+REPO_PROMPTS = BUILTIN_PROMPTS_DIR
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -236,6 +237,7 @@ def test_check_counts_database_labels(tmp_path: Path, monkeypatch: pytest.Monkey
     prompts = tmp_path / "prompts"
     shutil.copytree(REPO_PROMPTS / RUBRIC, prompts / RUBRIC)
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(prompts))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     items = airline_items()
     seed_database(url, n_labelled=200)
@@ -308,6 +310,7 @@ def test_prompt_change_makes_check_stale_and_recalibration_compares(
     prompts = tmp_path / "prompts"
     shutil.copytree(REPO_PROMPTS / RUBRIC, prompts / RUBRIC)
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(prompts))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     v1 = load_prompt(RUBRIC)
     first = _calibrate(db, ScriptedProvider(default=scripted_judge(), spec="scripted"))
     check = ("calibrate", "check", "--rubric", RUBRIC, "--model", "scripted", "--db", db)

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judge.cli.main import app
+from judge.prompts.files import BUILTIN_PROMPTS_DIR
 from judge.testing.fakeserver import FakeProviderServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,6 +121,7 @@ def test_broken_prompt_file_is_one_line_before_any_call(
     root.mkdir(parents=True)
     (root / "v1.md").write_text("---\nrubric: scope_fidelity\nversion: [broken\n---\n{{goal}}\n")
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     code, _, err = judge(REFUND, PASS, "--model", "openai:judge-test", "--base-url",
                          server.openai_base_url)
     assert code == 2 and len(err.strip().splitlines()) == 1
@@ -130,11 +132,12 @@ def test_broken_prompt_file_is_one_line_before_any_call(
 
 def test_undefined_template_variable_is_exit_2(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    source = (ROOT / "prompts" / "scope_fidelity" / "v1.md").read_text()
+    source = (BUILTIN_PROMPTS_DIR / "scope_fidelity" / "v1.md").read_text()
     root = tmp_path / "prompts" / "scope_fidelity"
     root.mkdir(parents=True)
     (root / "v1.md").write_text(source + "\n{{no_such_variable}}\n")
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     code, _, err = judge(REFUND, PASS)
     assert code == 2 and "no_such_variable" in err and len(err.strip().splitlines()) == 1
 

@@ -15,6 +15,7 @@ from judge.ledger.loader import LoadedScenario
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import Delta, RubricUse, Scenario
 from judge.prompts import load_prompt, render
+from judge.prompts.files import BUILTIN_PROMPTS_DIR
 from judge.providers.base import JudgeRequest, ProviderFailure
 from judge.providers.heuristic import DISPLAY_NAME, HeuristicProvider
 from judge.providers.scripted import ScriptedProvider
@@ -183,11 +184,12 @@ async def test_heuristic_sees_only_what_the_request_shows() -> None:
 
 async def test_heuristic_needs_the_blocks_it_reads(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    root = Path(__file__).resolve().parent.parent / "prompts"
+    root = BUILTIN_PROMPTS_DIR
     (tmp_path / "scope_fidelity").mkdir()
     source = (root / "scope_fidelity" / "v1.md").read_text().replace("{{ledger}}", "-")
     (tmp_path / "scope_fidelity" / "v1.md").write_text(source)
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     item = _items("refund-once", "fail-second-refund.json")[0]
     with pytest.raises(ProviderFailure, match="needs the prompt to show the ledger") as exc:
         await HeuristicProvider().generate(render(load_prompt(item.rubric), item))

@@ -27,6 +27,7 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
+from judge.prompts.files import BUILTIN_PROMPTS_DIR
 from tests.calibration_data import synth
 from tests.hostile_text import CORPUS, HOSTILE, raw_controls
 
@@ -120,7 +121,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
              "rationale": f"{MARKUP} {ALL}"}
     replies.write_text("\n".join(json.dumps(reply) for _ in range(60)) + "\n")
     prompts = tmp / "prompts"
-    shutil.copytree(ROOT / "prompts", prompts)
+    shutil.copytree(BUILTIN_PROMPTS_DIR, prompts)
     # the latest version: the one `prompts show` and grading use
     p = max((prompts / "scope_fidelity").glob("v*.md"), key=lambda f: int(f.stem[1:]))
     described = json.dumps(f"{MARKUP} \x1b[2J \u202e")  # a YAML double-quoted string

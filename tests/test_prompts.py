@@ -43,6 +43,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     r = tmp_path / "prompts"
     r.mkdir()
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(r))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")  # this directory alone
     return r
 
 

@@ -19,6 +19,7 @@ from judge.ledger.loader import LoadedScenario
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import Delta, RubricUse, Scenario
 from judge.prompts import Redaction, load_prompt, reask, render
+from judge.prompts.files import BUILTIN_PROMPTS_DIR
 from judge.prompts.redact import SECRET_MARK, Scrubber, escape_fences
 from judge.prompts.render import indent_lines
 from judge.providers.base import JudgeRequest, ModelParams
@@ -361,12 +362,13 @@ def test_view_values_are_the_redacted_ones() -> None:
 
 def test_view_leaves_out_what_the_template_does_not_show(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    source = (ROOT / "prompts" / "scope_fidelity" / "v1.md").read_text()
+    source = (BUILTIN_PROMPTS_DIR / "scope_fidelity" / "v1.md").read_text()
     (tmp_path / "scope_fidelity").mkdir()
     terse = source.replace("{{ledger}}", "(no ledger)").replace("{{goal}}", "(no goal)")
     terse = terse.replace("{{ledger_keys}}", "(none)")
     (tmp_path / "scope_fidelity" / "v1.md").write_text(terse)
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path))
+    monkeypatch.setenv("JUDGE_BUILTIN_PROMPTS", "off")
     item = _refund_items()[1]
     request = render(load_prompt("scope_fidelity"), item)
     view = request.view

@@ -9,7 +9,9 @@ Each problem is an `InputError` naming the file, the line, the path and the fiel
 
 from __future__ import annotations
 
+import os
 import re
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,13 +27,30 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def known_rubrics(extra_dirs: Iterable[Path] = ()) -> set[str]:
-    """Built-in rubrics plus every directory under prompts/ (repo root or package)."""
+    """Built-in rubrics plus every directory of the shipped prompts (judge/data/prompts) and
+    of the user prompts directory (JUDGE_PROMPTS_DIR or judge.toml `prompts_dir`)."""
     pkg = Path(__file__).resolve().parents[1]
     names = set(BUILTIN_RUBRICS)
-    for d in (pkg / "prompts", pkg.parent / "prompts", *extra_dirs):
+    for d in (pkg / "data" / "prompts", *_user_prompt_dirs(), *extra_dirs):
         if d.is_dir():
             names.update(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
     return names
+
+
+def _user_prompt_dirs() -> list[Path]:
+    """judge.settings.prompts_dir, read here with the standard library because checks may
+    not import settings (tests/test_layering.py; tests/test_prompt_sources.py holds the two
+    equal). A broken config file is reported by the command that loads its settings."""
+    named = os.environ.get("JUDGE_PROMPTS_DIR")
+    if named:
+        return [Path(named)]
+    config = os.environ.get("JUDGE_CONFIG") or "judge.toml"
+    try:
+        table = tomllib.loads(Path(config).read_text(encoding="utf-8")).get("judge", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    value = table.get("prompts_dir") if isinstance(table, dict) else None
+    return [Path(config).parent / value] if isinstance(value, str) and value else []
 
 
 class _Problems:

@@ -52,6 +52,7 @@ COMMANDS: tuple[Entry, ...] = (
           extra=(Entry("run", "judge.cli.run", "report_run",
                        "Write a stored run's report (md, html, json or text)."),)),
     Entry("review", "judge.cli.review", "app", "The review queue: what people label next."),
+    Entry("runs", "judge.cli.runs", "app", "Stored runs: list them (newest first) and show one."),
 )
 
 

@@ -8,7 +8,7 @@ import typer
 
 from judge.cli.common import cli_errors
 from judge.cli.console import echo, field
-from judge.prompts.files import list_prompts, load_prompt, prompts_root
+from judge.prompts.files import Prompt, list_prompts, load_prompt, prompt_dirs
 
 app = typer.Typer(help="Versioned judge prompts: list, show, diff.", no_args_is_help=True,
                   add_completion=False)
@@ -16,16 +16,33 @@ app = typer.Typer(help="Versioned judge prompts: list, show, diff.", no_args_is_
 
 @app.command("list")
 def list_cmd() -> None:
-    """Every prompt: rubric, version, hash and description."""
+    """Every prompt: rubric, version, hash, source and description.
+
+    The source is `built-in` (shipped in the package), `user` (the user prompts directory:
+    JUDGE_PROMPTS_DIR or judge.toml `prompts_dir`), or, for a user file of the same rubric
+    and version as a built-in one, `user, replaces built-in` with `(same text)` or
+    `(text differs from built-in sha256:…)`: the user's text is what runs, and its hash, not
+    the built-in's, is what verdicts and calibration records carry.
+    """
     with cli_errors():
         prompts = list_prompts()
+        dirs = prompt_dirs()
     if not prompts:
-        echo(f"no prompt files under {field(prompts_root())}")
+        where = " or ".join(str(d) for _, d in dirs)
+        echo(f"no prompt files under {field(where)}")
         return
     width = max(len(p.rubric) for p in prompts)
     for p in prompts:
         echo(f"{field(p.rubric):<{width}}  {field(p.version):<4}  {p.hash}  "
-             f"{field(p.description)}")
+             f"{_source(p):<8}  {field(p.description)}")
+
+
+def _source(p: Prompt) -> str:
+    if p.replaces is None:
+        return p.source
+    if p.replaces == p.hash:
+        return f"{p.source}, replaces built-in (same text)"
+    return f"{p.source}, replaces built-in (text differs from built-in {p.replaces})"
 
 
 @app.command("show")
@@ -38,7 +55,7 @@ def show_cmd(
     with cli_errors():
         p = load_prompt(rubric, version)
         text = p.path.read_text(encoding="utf-8")
-    echo(f"# {field(p.path)}  {p.hash}")
+    echo(f"# {field(p.path)}  {p.hash}  {_source(p)}")
     echo(text.rstrip("\n"))  # the file as it is, control characters shown
 
 

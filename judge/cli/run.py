@@ -1,13 +1,18 @@
-"""`judge run SUITE_FILE`: the nightly job. Exit 0 gate passed, 1 gate failed, 2 bad input.
+"""`judge run SUITE_FILE`: the nightly job. Exit 0 gate passed, 1 gate failed, 2 bad input,
+130 interrupted (resumable).
 
 `judge run --resume RUN_ID` continues an interrupted run (SIGINT or SIGKILL) without
-repeating a stored provider call or duplicating a verdict.
+repeating a stored provider call or duplicating a verdict; `--resume last` takes the newest
+unfinished run (of `--suite`, if given; `judge runs list --status running` lists them).
+`--junit FILE` writes JUnit XML and `--summary-md FILE` appends the Markdown summary (a CI
+step summary such as `$GITHUB_STEP_SUMMARY`), both before the exit code is decided.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -75,7 +80,8 @@ def run(
                                      help="never call a provider; uncached items unscored"),
     require_calibrated: bool = typer.Option(False, "--require-calibrated",
                                             help="fail the gate on uncalibrated verdicts"),
-    resume: str | None = typer.Option(None, "--resume", help="continue run RUN_ID"),
+    resume: str | None = typer.Option(None, "--resume", help="continue run RUN_ID ('last': "
+                                      "the newest unfinished run, of --suite if given)"),
     database: str | None = typer.Option(None, "--db", help=DB_HELP),
     audit_share: float = typer.Option(0.05, "--audit-share", min=0.0, max=1.0,
                                       help="share of auto-accepted verdicts sent to review"),
@@ -92,6 +98,10 @@ def run(
     allow_outside: bool = typer.Option(False, "--allow-outside",
                                        help="let the manifest name scenarios and traces "
                                             "outside its own directory"),
+    junit: Path | None = typer.Option(None, "--junit", help="write JUnit XML here: a test "
+                                      "case per trace and one for the release gate"),
+    summary_md: Path | None = typer.Option(None, "--summary-md", help="append the Markdown "
+                                           "summary here (e.g. $GITHUB_STEP_SUMMARY)"),
 ) -> None:
     """Run a suite: checks, judge items, route, store, and apply the release gate."""
     from judge.suite.run import RunOptions, SuiteInterrupted, resumed, run_suite
@@ -99,7 +109,12 @@ def run(
     with cli_errors():
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
                                  rpm=rpm, database_url=database)
+        for out in (junit, summary_md):
+            if out is not None:
+                check_output(out)
         with open_database(settings=settings) as store:
+            if resume == "last":
+                resume = _last_unfinished(store, suite)
             if resume is not None:
                 before = resumed(store, resume)
                 suite_file = suite_file or before.manifest
@@ -117,6 +132,7 @@ def run(
                               resume=resume, audit_share=audit_share, batch=batch,
                               batch_poll_s=batch_poll,
                               distributed=distributed, local_worker=local_worker)
+            started = time.monotonic()
             try:
                 with _progress(not no_progress) as hooks:
                     summary = run_suite(plan, store, settings, opts, spec, hooks)
@@ -126,6 +142,8 @@ def run(
                 raise typer.Exit(130) from None
     from judge.suite.report import render_text
 
+    with cli_errors():
+        _ci_outputs(summary, junit, summary_md, time.monotonic() - started)
     if fmt is RunFormat.json:
         echo(json.dumps(summary, indent=2, default=str))
     else:
@@ -135,6 +153,36 @@ def run(
             warn(f"error: {err}")
         raise typer.Exit(2)
     raise typer.Exit(0 if summary["gate"]["passed"] else 1)
+
+
+def _last_unfinished(store: Any, suite: str | None) -> str:
+    last = store.last_unfinished_run(suite=suite)
+    if last is None:
+        raise InputError("no unfinished run to resume" + (f" of suite '{suite}'" if suite
+                                                          else "") + f" in {store.where}",
+                         field="--resume")
+    warn(f"resuming {last['run_id']} ({last['status']}, started "
+         f"{last['started_at']:%Y-%m-%d %H:%M:%S} UTC)")
+    return str(last["run_id"])
+
+
+def _ci_outputs(summary: dict[str, Any], junit: Path | None, summary_md: Path | None,
+                seconds: float) -> None:
+    """The JUnit file and the step summary (appended: a CI step summary file collects what
+    every step writes to it)."""
+    if junit is not None:
+        from judge.suite.junit import to_junit
+
+        write_output(junit, to_junit(summary, seconds=seconds))
+    if summary_md is not None:
+        from judge.suite.report import render_markdown
+
+        try:
+            with summary_md.open("a", encoding="utf-8") as f:
+                f.write(render_markdown(summary).rstrip("\n") + "\n\n")
+        except OSError as exc:
+            raise InputError(f"{summary_md}: cannot write ({exc.strerror})",
+                             field="--summary-md") from None
 
 
 def _json_dump(s: dict[str, Any]) -> str:

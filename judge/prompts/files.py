@@ -1,4 +1,12 @@
-"""Prompt files `prompts/<rubric>/<version>.md`: YAML front matter plus a template.
+"""Prompt files `<rubric>/<version>.md`: YAML front matter plus a template.
+
+Where they are found: the built-in prompts ship inside the package (`judge/data/prompts/`,
+package data in the wheel); a user prompts directory (`JUDGE_PROMPTS_DIR`, or `prompts_dir`
+in judge.toml: `judge.settings.prompts_dir`) is laid over them, or used alone with
+`JUDGE_BUILTIN_PROMPTS=off` / `builtin_prompts = false`. A user `scope_fidelity/v1.md`
+replaces the built-in file of the same rubric and version; a new rubric or version adds.
+Every Prompt says where it came from (`source`, and `replaces`: the hash of the built-in
+file it replaced, if any).
 
     ---
     rubric: scope_fidelity
@@ -19,7 +27,7 @@ and the field, raised at load time, before any provider call.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -57,6 +65,10 @@ class Prompt:
     system: str = ""
     user: str = ""
     variables: frozenset[str] = field(default_factory=frozenset)
+    #: where the file was found: BUILTIN or USER
+    source: str = "built-in"
+    #: for a user file of the same rubric and version as a built-in one: the built-in's hash
+    replaces: str | None = None
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -64,15 +76,37 @@ class Prompt:
         return verdict_schema(self.labels)
 
 
-def prompts_root() -> Path:
-    """The prompts directory: $JUDGE_PROMPTS_DIR, else the repository's `prompts/`."""
+BUILTIN = "built-in"
+USER = "user"
+#: the prompts shipped inside the package
+BUILTIN_PROMPTS_DIR = Path(__file__).resolve().parents[1] / "data" / "prompts"
+
+
+def user_prompts_dir() -> Path | None:
+    """The user prompts directory (JUDGE_PROMPTS_DIR, else judge.toml `prompts_dir`), or None."""
     from judge.settings import prompts_dir  # lazy: parsing prompts needs no pydantic
 
-    named = prompts_dir()
-    if named is not None:
-        return named
-    repo = Path(__file__).resolve().parents[2] / "prompts"
-    return repo if repo.is_dir() else Path.cwd() / "prompts"
+    return prompts_dir()
+
+
+def prompt_dirs() -> list[tuple[str, Path]]:
+    """(source, directory) in rising precedence: the built-in prompts, then the user's.
+    With `builtin_prompts` off (and a user directory), the user's alone."""
+    from judge.settings import builtin_prompts
+
+    user = user_prompts_dir()
+    if user is not None and not builtin_prompts():
+        return [(USER, user)]
+    dirs = [(BUILTIN, BUILTIN_PROMPTS_DIR)]
+    if user is not None:
+        dirs.append((USER, user))
+    return dirs
+
+
+def prompts_root() -> Path:
+    """Where prompt files are looked up first: the user prompts directory, else the
+    built-in one."""
+    return prompt_dirs()[-1][1]
 
 
 def version_key(version: str) -> tuple[int, str]:
@@ -183,54 +217,79 @@ def _check_variables(body: str, body_line: int, path: Path) -> None:
                        "malformed template placeholder (use {{name}} with a known name)")
 
 
-_CACHE: dict[tuple[str, int, int], Prompt] = {}
+_CACHE: dict[tuple[str, int, int, str, str | None], Prompt] = {}
 
 
-def read_prompt(path: Path) -> Prompt:
-    """Load one prompt file (cached by path, mtime and size)."""
+def read_prompt(path: Path, source: str = BUILTIN, replaces: Path | None = None) -> Prompt:
+    """Load one prompt file (cached by path, mtime and size). `replaces`: the built-in file
+    a user file of the same rubric and version replaces."""
+    base = read_prompt(replaces).hash if replaces is not None else None
     try:
         st = path.stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
+        key = (str(path), st.st_mtime_ns, st.st_size, source, base)
         if key in _CACHE:
             return _CACHE[key]
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise _err(path, None, None, f"cannot read prompt file ({exc.strerror})") from None
-    prompt = parse_prompt(text, path)
+    prompt = replace(parse_prompt(text, path), source=source, replaces=base)
     _CACHE[key] = prompt
     return prompt
 
 
+@dataclass(frozen=True)
+class _Found:
+    path: Path
+    source: str
+    replaces: Path | None
+
+    def load(self) -> Prompt:
+        return read_prompt(self.path, self.source, self.replaces)
+
+
+def _versions(rubric: str) -> list[_Found]:
+    """The files of one rubric, every directory laid over the one before, by version."""
+    found: dict[str, _Found] = {}
+    for source, root in prompt_dirs():
+        d = root / rubric
+        if not d.is_dir():
+            continue
+        for p in d.glob("*.md"):
+            under = found.get(p.stem)
+            found[p.stem] = _Found(p, source, under.path if under is not None else None)
+    return [found[v] for v in sorted(found, key=version_key)]
+
+
 def rubric_versions(rubric: str) -> list[Path]:
-    d = prompts_root() / rubric
-    if not d.is_dir():
-        return []
-    return sorted(d.glob("*.md"), key=lambda p: version_key(p.stem))
+    """The prompt files of `rubric` in version order (a user file in place of a built-in)."""
+    return [f.path for f in _versions(rubric)]
 
 
 def known_rubrics() -> list[str]:
-    root = prompts_root()
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.md")))
+    names: set[str] = set()
+    for _, root in prompt_dirs():
+        if root.is_dir():
+            names.update(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.md")))
+    return sorted(names)
 
 
 def load_prompt(rubric: str, version: str | None = None) -> Prompt:
-    """The prompt of `rubric` at `version` (None = the highest version)."""
-    paths = rubric_versions(rubric)
-    if not paths:
+    """The prompt of `rubric` at `version` (None = the highest version of any source)."""
+    found = _versions(rubric)
+    if not found:
         known = ", ".join(known_rubrics()) or "none"
+        where = " or ".join(str(root / rubric) for _, root in prompt_dirs())
         raise ConfigError(f"unknown rubric '{rubric}': no prompt files under "
-                          f"{prompts_root() / rubric} (known rubrics: {known})")
+                          f"{where} (known rubrics: {known})")
     if version is None:
-        return read_prompt(paths[-1])
-    for p in paths:
-        if p.stem == version:
-            return read_prompt(p)
-    have = ", ".join(p.stem for p in paths)
+        return found[-1].load()
+    for f in found:
+        if f.path.stem == version:
+            return f.load()
+    have = ", ".join(f.path.stem for f in found)
     raise ConfigError(f"rubric '{rubric}' has no prompt version '{version}' (have: {have})")
 
 
 def list_prompts() -> list[Prompt]:
     """Every prompt version of every rubric, in (rubric, version) order."""
-    return [read_prompt(p) for r in known_rubrics() for p in rubric_versions(r)]
+    return [f.load() for r in known_rubrics() for f in _versions(r)]

@@ -166,6 +166,50 @@ class Store:
             out.append(run)
         return out
 
+    def list_runs(self, *, suite: str | None = None, status: str | None = None,
+                  limit: int | None = 20) -> list[dict[str, Any]]:
+        """Runs newest first (by start), optionally of one suite and/or one status, at most
+        `limit` (None: all). Each as `get_run` returns it plus `verdicts`: how many verdicts
+        it has stored (a run still `running` after its process was killed shows how far it
+        got). `judge runs list`."""
+        counts = (select(T_VERDICT.c.run_id, func.count().label("n"))
+                  .group_by(T_VERDICT.c.run_id).subquery())
+        stmt = (select(T_RUN, func.coalesce(counts.c.n, 0).label("verdicts"))
+                .select_from(T_RUN.outerjoin(counts, counts.c.run_id == T_RUN.c.run_id))
+                .order_by(T_RUN.c.started_at.desc(), T_RUN.c.run_id.desc()))
+        if suite is not None:
+            stmt = stmt.where(T_RUN.c.suite == suite)
+        if status is not None:
+            stmt = stmt.where(T_RUN.c.status == status)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with store_errors(self.url), self._read() as conn:
+            rows = conn.execute(stmt).mappings().all()
+        out = []
+        for row in rows:
+            run = dict(row)
+            run["started_at"] = as_utc(run["started_at"])
+            run["finished_at"] = as_utc(run["finished_at"])
+            run["verdicts"] = int(run["verdicts"])
+            out.append(run)
+        return out
+
+    def last_unfinished_run(self, *, suite: str | None = None) -> dict[str, Any] | None:
+        """The newest run (of `suite`, if given) that did not finish: `running` (killed, or
+        still going), `interrupted` or `failed`; None if there is none. `--resume last`."""
+        stmt = select(T_RUN).where(T_RUN.c.status.in_(("running", "interrupted", "failed")))
+        if suite is not None:
+            stmt = stmt.where(T_RUN.c.suite == suite)
+        stmt = stmt.order_by(T_RUN.c.started_at.desc(), T_RUN.c.run_id.desc()).limit(1)
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(stmt).mappings().first()
+        if row is None:
+            return None
+        out = dict(row)
+        out["started_at"] = as_utc(out["started_at"])
+        out["finished_at"] = as_utc(out["finished_at"])
+        return out
+
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
