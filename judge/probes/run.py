@@ -118,7 +118,7 @@ def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settin
     report = {
         "rubric": rubric, "prompt_version": prompt.version, "prompt_hash": prompt.hash,
         "model": provider.spec, "run_id": probe_run_id(rubric, prompt.version, provider.spec),
-        "n_items": len(items), "n_missing_items": len(found.missing),
+        "n_items": len(items), "n_missing_items": len(found.missing), "limit": limit,
         "n_variants": len(made.variants),
         **summarize(pairs, made.skipped),
         "stats": {"provider_calls": stats.provider_calls, "cache_hits": stats.cache_hits,
