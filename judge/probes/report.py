@@ -81,7 +81,7 @@ def summarize(pairs: Sequence[Pair], skipped: Mapping[str, int]) -> dict[str, An
             "n_excluded": outcomes.count("excluded"),
         }
         if not invariant:
-            entry["expect"] = EXPECT[kind][1]  # type: ignore[index]
+            entry["expect"] = EXPECT[kind][1]
             entry["n_original_wrong"] = outcomes.count("original_wrong")
         entry[hit] = outcomes.count(hit)
         entry.update(_rate(outcomes.count(hit), n))

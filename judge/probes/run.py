@@ -6,9 +6,11 @@ The originals and the variants are graded by the normal grading engine
 same prompt version and model makes no provider call. The figures (judge.probes.report) are
 stored as the summary of the run `probe_run_id(rubric, version, model)` — one per (rubric,
 prompt version, model), replaced by each probe — with `config.kind == "probe"`; `judge
-calibrate compare` reads them from there. Variant verdicts are not stored as verdicts
-(they are not items of any trace: agreement, reports and routing never see them); the
-pairs that flipped or missed are kept in the summary for review.
+calibrate compare` reads them from there. The originals' verdicts are stored (unrouted)
+under that run, as `judge calibrate fit` stores its re-graded ones, so `judge calibrate
+compare OLD NEW --rubric R` can compare two probed versions. Variant verdicts are not stored
+as verdicts (they are not items of any trace: agreement, reports and routing never see
+them); the pairs that flipped or missed are kept in the summary for review.
 """
 
 from __future__ import annotations
@@ -130,5 +132,18 @@ def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settin
         store.save_run(run_id, config={"kind": "probe", "rubric": rubric,
                                        "prompt_version": prompt.version,
                                        "prompt_hash": prompt.hash, "model": provider.spec})
+        store.save_verdicts([v for v in verdicts if v.item_id in originals], run_id)
         store.finish_run(run_id, status="finished", summary=report)
     return ProbeRun(report=report, pairs=pairs, stats=stats)
+
+
+def stored_probe(store: Store, rubric: str, prompt_version: str, model: str | None
+                 ) -> dict[str, Any] | None:
+    """The figures the last `judge probe` of (rubric, version, model) stored, or None."""
+    if model is None:
+        return None
+    run = store.get_run(probe_run_id(rubric, prompt_version, model))
+    if run is None or (run.get("config") or {}).get("kind") != "probe":
+        return None
+    summary = run.get("summary") or None
+    return dict(summary) if summary else None
