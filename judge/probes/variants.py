@@ -57,10 +57,9 @@ KINDS: tuple[Kind, ...] = INVARIANT_KINDS + SENSITIVE_KINDS
 EXPECT: dict[Kind, tuple[str, str]] = {"fix_violation": ("fail", "pass"),
                                        "remove_confirmation": ("pass", "fail")}
 
-#: fields whose values are structure, not content: never renamed or reformatted
-_STRUCTURAL = frozenset({"seq", "turn", "kind", "tool", "key", "class", "persistence",
-                         "sensitivity", "status", "source", "since_turn", "superseded_turn",
-                         "before_seq", "through_seq", "call_id", "error"})
+#: the fields of an event, a ledger entry, an unsupported claim and an end state that hold
+#: content (everything else is structure: seqs, kinds, tool names, keys, classes)
+_CONTENT = frozenset({"text", "args", "result", "value", "error", "aliases", "state"})
 _ID = re.compile(r"(?<![\w.:/-])[A-Za-z][\w-]*\d[\w-]*(?![\w-])")
 _MONEY = re.compile(r"(?<=\$)(\d{4,})(?![\d,.])")
 _AFFIRM = re.compile(r"\b(yes|yep|yeah|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|"
@@ -103,15 +102,26 @@ def _rebuild(item: Item, kind: str, *, ledger: dict[str, Any] | None = None,
                    slice_seqs=frozenset(int(d["seq"]) for d in evs), **(extra or {}))
 
 
-def _map_values(value: Any, fn: Callable[[Any], Any], field: str | None = None) -> Any:
-    """`value` with `fn` applied to every scalar that is not under a structural field."""
-    if field in _STRUCTURAL:
-        return value
+def _map_values(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """`value` with `fn` applied to every scalar in it (keys are kept)."""
     if isinstance(value, dict):
-        return {k: _map_values(v, fn, k) for k, v in value.items()}
+        return {k: _map_values(v, fn) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_map_values(v, fn, field) for v in value]
+        return [_map_values(v, fn) for v in value]
     return fn(value)
+
+
+def _map_content(record: Any, fn: Callable[[Any], Any]) -> Any:
+    """A record (event, ledger entry, ...) with `fn` applied to the scalars of its content
+    fields only."""
+    if not isinstance(record, dict):
+        return record
+    return {k: _map_values(v, fn) if k in _CONTENT else v for k, v in record.items()}
+
+
+def _map_ledger(ledger: dict[str, Any], fn: Callable[[Any], Any]) -> dict[str, Any]:
+    return {k: [_map_content(e, fn) for e in v] if isinstance(v, list) else v
+            for k, v in ledger.items()}
 
 
 def _payload_field(d: dict[str, Any]) -> str | None:
@@ -204,8 +214,8 @@ def _all_text(item: Item) -> str:
             parts.append(v)
         return v
 
-    _map_values([item.ledger, list(item.events), list(item.unsupported),
-                 item.end_state, list(item.actions)], collect)
+    _map_values([item.ledger, list(item.events), list(item.unsupported), item.end_state],
+                collect)
     return "\n".join(parts)
 
 
@@ -220,12 +230,11 @@ def rename_ids(item: Item) -> Item | None:
             return _ID.sub(lambda m: mapping.get(m.group(0), m.group(0)), v)
         return v
 
-    ledger = _map_values(item.ledger, sub)
-    events = [_map_values(d, sub) for d in item.events]
+    ledger = _map_ledger(item.ledger, sub)
+    events = [_map_content(d, sub) for d in item.events]
     extra: dict[str, Any] = {
-        "unsupported": tuple(_map_values(list(item.unsupported), sub)),
-        "end_state": _map_values(item.end_state, sub),
-        "actions": tuple(_map_values(list(item.actions), sub)),
+        "unsupported": tuple(_map_content(d, sub) for d in item.unsupported),
+        "end_state": _map_content(item.end_state, sub),
     }
     return _rebuild(item, "rename_ids", ledger=ledger, events=events, goal=sub(item.goal),
                     extra=extra)
@@ -244,15 +253,8 @@ def _reformat(v: Any) -> Any:
 def reformat_numbers(item: Item) -> Item | None:
     """Integers as floats (`42` -> `42.0`) in arguments, results and ledger values; amounts
     in text with thousands separators (`$1000` -> `$1,000`). None: nothing to reformat."""
-    events = []
-    for d in item.events:
-        out = dict(d)
-        for name in ("args", "result", "text", "value"):
-            if name in out:
-                out[name] = _map_values(out[name], _reformat)
-        events.append(out)
-    ledger = {k: [_map_values(e, _reformat) for e in v] if isinstance(v, list) else v
-              for k, v in item.ledger.items()}
+    events = [_map_content(d, _reformat) for d in item.events]
+    ledger = _map_ledger(item.ledger, _reformat)
     if _json(events) == _json(list(item.events)) and _json(ledger) == _json(item.ledger):
         return None  # Python says 42 == 42.0: compare the JSON texts
     return _rebuild(item, "reformat_numbers", ledger=ledger, events=events)
@@ -332,7 +334,7 @@ def status_synonyms(item: Item) -> Item | None:
     events = []
     for d in item.events:
         if d.get("kind") == "tool_result" and "result" in d:
-            d = {**d, "result": _map_values(d["result"], _synonym, "result")}
+            d = {**d, "result": _map_values(d["result"], _synonym)}
         events.append(d)
     if events == list(item.events):
         return None
@@ -376,7 +378,7 @@ def fix_violation(item: Item, violated_key: str | None, evidence_event: int | No
                     v = v.replace(old, now)
         return v
 
-    args = _map_values(copy.deepcopy(item.target.get("args")), swap, "args")
+    args = _map_values(copy.deepcopy(item.target.get("args")), swap)
     if not hit:
         return None
     events = [{**d, "args": args} if d.get("seq") == item.seq else d for d in item.events]
