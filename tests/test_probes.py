@@ -34,7 +34,6 @@ from judge.probes.variants import (
 )
 from judge.prompts import load_prompt
 from judge.providers.base import JudgeRequest
-from judge.providers.heuristic import HeuristicProvider
 from judge.providers.scripted import ScriptedProvider
 from judge.settings import Settings
 from judge.store import open_store
