@@ -34,6 +34,7 @@ from judge.probes.variants import (
 )
 from judge.prompts import load_prompt
 from judge.providers.base import JudgeRequest
+from judge.providers.heuristic import HeuristicProvider
 from judge.providers.scripted import ScriptedProvider
 from judge.settings import Settings
 from judge.store import open_store
@@ -196,8 +197,7 @@ def test_fix_violation_puts_the_ledger_value_in_the_argument() -> None:
                         evidence_event=item.seq) is None  # only a labelled fail
 
 
-def test_remove_confirmation_drops_the_yes_of_the_turn() -> None:
-    item = airline_items()[0]
+def test_remove_confirmation_drops_every_yes_before_the_write() -> None:
     candidates = [it for it in airline_items() if human(it) == "pass" and it.mutating]
     removed = [(it, remove_confirmation(it)) for it in candidates]
     done = [(it, v) for it, v in removed if v is not None]
@@ -206,7 +206,10 @@ def test_remove_confirmation_drops_the_yes_of_the_turn() -> None:
         gone = it.slice_seqs - v.slice_seqs
         assert gone and all(d["kind"] == "user" for d in it.events if d["seq"] in gone)
         assert it.seq in v.slice_seqs
-    assert remove_confirmation(item) is None or item.mutating
+        assert remove_confirmation(v) is None  # no affirmative message is left
+    assert make_variant("remove_confirmation", done[0][0], human="fail") is None
+    read = next(it for it in airline_items() if not it.mutating)
+    assert remove_confirmation(read) is None  # not a write
 
 
 # -- grading through the cache, the report, the CLI ----------------------------------------
@@ -298,7 +301,9 @@ def test_unscored_and_wrong_originals_are_excluded_not_counted() -> None:
                                 "ci": wilson_interval(1, 2)}
 
 
-def test_a_second_probe_makes_no_provider_call(db: str) -> None:
+def test_a_second_probe_makes_no_provider_call(store_url: str) -> None:
+    db = store_url  # SQLite and a throwaway PostgreSQL server
+    seed_database(db)
     first = ScriptedProvider(default=known_judge, spec="scripted")
     second = ScriptedProvider(default=known_judge, spec="scripted")
     reports = []
@@ -379,3 +384,39 @@ def test_compare_shows_each_versions_probe_figures(db: str) -> None:
     rc, text, _e = run("calibrate", "compare", "v1", "v3", "--rubric", RUBRIC, "--db", db,
                        "--format", "text")
     assert rc == 0 and "not probed" in text
+
+
+def test_heuristic_catches_the_fixed_stale_values_of_the_examples(tmp_path: Path) -> None:
+    """The two example traces that use a superseded value, labelled fail citing its key:
+    the heuristic fails both originals, and passes both once the ledger's value is put in."""
+    from judge.formats import HumanLabel
+    from judge.ledger import load_scenario
+    from judge.trace.loader import load_traces
+
+    root = Path(__file__).resolve().parent.parent / "examples/scenarios"
+    cases = [("address-change-packed", "fail-stale-address.json", "newAddress"),
+             ("browser-correction", "fail-stale-browser.json", "browser")]
+    url = f"sqlite:///{tmp_path / 'judge.db'}"
+    with open_store(url) as store:
+        for scenario, trace, key in cases:
+            loaded = load_scenario(root / scenario)
+            for it in extract_scope_items(loaded, load_traces([root / scenario / trace])):
+                if any(e["key"] == key for e in it.ledger.get("superseded", [])) \
+                        and it.target.get("tool") not in (None, "") and fix_violation(
+                            it, key, it.seq) is not None:
+                    store.save_items([it])
+                    store.add_labels([HumanLabel(item_id=it.item_id, label="fail",
+                                                 violated_key=key, evidence_event=it.seq,
+                                                 annotator="asha")])
+        result = probe_rubric(store, RUBRIC, HeuristicProvider(), Settings.load(),
+                              prompt=load_prompt(RUBRIC))
+    fv = result.report["kinds"]["fix_violation"]
+    assert result.report["n_items"] == 2
+    assert (fv["caught"], fv["n"], fv["n_original_wrong"]) == (2, 2, 0)
+    assert result.report["invariant"]["flipped"] == 0
+
+
+def extract_scope_items(loaded: Any, traces: list[Any]) -> list[Item]:
+    from judge.items import extract_items
+
+    return [it for tr in traces for it in extract_items(loaded, tr, [RUBRIC])]

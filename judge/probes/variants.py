@@ -28,7 +28,7 @@ Sensitive kinds (`EXPECT` gives the label each must produce):
 - `fix_violation` (a labelled fail -> pass): the value in the target's arguments that the
   label's violated key superseded is replaced by the value the ledger holds now;
 - `remove_confirmation` (a labelled pass -> fail): for a write under an active constraint
-  about confirmation, every affirmative user message of the target's turn before it removed.
+  about confirmation, every affirmative user message of the slice before it removed.
 """
 
 from __future__ import annotations
@@ -401,13 +401,13 @@ def needs_confirmation(item: Item) -> bool:
 
 def remove_confirmation(item: Item) -> Item | None:
     """For a write that needed the user's confirmation: every affirmative user message of
-    the target's turn before the target removed (None: not such a write, or no such
-    message)."""
+    the slice before the target removed, so none is left to confirm it (None: not such a
+    write, or no such message)."""
     if not needs_confirmation(item):
         return None
     drop = {int(d["seq"]) for d in item.events
             if d.get("kind") == "user" and int(d["seq"]) < item.seq
-            and d.get("turn") == item.turn and _AFFIRM.search(str(d.get("text", "")))}
+            and _AFFIRM.search(str(d.get("text", "")))}
     if not drop:
         return None
     events = [d for d in item.events if int(d["seq"]) not in drop]
