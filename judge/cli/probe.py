@@ -43,8 +43,7 @@ def probe(
     progress: bool | None = typer.Option(
         None, "--progress/--no-progress", help="progress bar (default: on a terminal)"),
 ) -> None:
-    """Flip rate on variants that must not change the verdict, catch rate on those that
-    must, by kind, with intervals; stored for `judge calibrate compare`."""
+    """Robustness probes: flip rate on variants that must not change a verdict, catch rate on those that must."""  # noqa: E501
     with cli_errors():
         if limit is not None and limit < 1:
             die("--limit must be at least 1")
