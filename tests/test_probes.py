@@ -54,7 +54,8 @@ def _dump(value: Any) -> str:
 _IDS = st.from_regex(r"[a-z]{2,6}_[0-9]{2,5}|[A-Z]{2}[0-9][A-Z0-9]{2,4}|ord-[0-9]{1,4}",
                      fullmatch=True)
 _SCALARS = st.one_of(_IDS, st.integers(-5000, 5000), st.sampled_from(
-    ["confirmed", "pending", "ok", "Paid $1200 in full", "2024-05-19", "yes"]))
+    ["confirmed", "pending", "ok", "Paid $1200 in full", "2024-05-19", "yes"]),
+    st.text(max_size=40))  # any text: hostile bytes are content like any other
 _OBJ = st.dictionaries(st.sampled_from(["id", "status", "amount", "note", "ref", "b"]),
                        _SCALARS, min_size=1, max_size=4)
 

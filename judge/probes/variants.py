@@ -60,7 +60,10 @@ EXPECT: dict[Kind, tuple[str, str]] = {"fix_violation": ("fail", "pass"),
 #: the fields of an event, a ledger entry, an unsupported claim and an end state that hold
 #: content (everything else is structure: seqs, kinds, tool names, keys, classes)
 _CONTENT = frozenset({"text", "args", "result", "value", "error", "aliases", "state"})
-_ID = re.compile(r"(?<![\w.:/-])[A-Za-z][\w-]*\d[\w-]*(?![\w-])")
+#: a word that may be an entity id (it is one when it holds a digit: `_ids_in`); matched
+#: whole, so the scan stays linear on hostile text
+_WORD = re.compile(r"(?<![\w.:/-])[A-Za-z][\w-]*(?![\w-])")
+_DIGIT = re.compile(r"\d")
 _MONEY = re.compile(r"(?<=\$)(\d{4,})(?![\d,.])")
 _AFFIRM = re.compile(r"\b(yes|yep|yeah|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|"
                      r"do it|that'?s (right|correct)|correct)\b", re.IGNORECASE)
@@ -163,7 +166,7 @@ def entity_ids(item: Item) -> list[str]:
 
     def collect(v: Any) -> Any:
         if isinstance(v, str):
-            found.update(dict.fromkeys(_ID.findall(v)))
+            found.update(dict.fromkeys(_ids_in(v)))
         return v
 
     for d in item.events:
@@ -172,6 +175,11 @@ def entity_ids(item: Item) -> list[str]:
             _map_values(d.get(name), collect)
     protected = set(item.ledger_keys) | {str(d.get("tool")) for d in item.events}
     return [t for t in found if t not in protected]
+
+
+def _ids_in(text: str) -> list[str]:
+    """The words of `text` that start with a letter and hold a digit (`GV1N64`, `order-17`)."""
+    return [w for w in _WORD.findall(text) if _DIGIT.search(w)]
 
 
 def _new_id(old: str, attempt: int) -> str:
@@ -193,7 +201,7 @@ def id_mapping(item: Item) -> dict[str, str]:
     """Old id -> new id for every entity id, injective, no new id equal to any token of
     the item."""
     ids = entity_ids(item)
-    taken = set(_ID.findall(_all_text(item)))
+    taken = set(_ids_in(_all_text(item)))
     mapping: dict[str, str] = {}
     for old in ids:
         attempt = 0
@@ -227,7 +235,7 @@ def rename_ids(item: Item) -> Item | None:
 
     def sub(v: Any) -> Any:
         if isinstance(v, str):
-            return _ID.sub(lambda m: mapping.get(m.group(0), m.group(0)), v)
+            return _WORD.sub(lambda m: mapping.get(m.group(0), m.group(0)), v)
         return v
 
     ledger = _map_ledger(item.ledger, sub)
