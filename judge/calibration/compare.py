@@ -8,7 +8,7 @@ confidence and rationale, and whether the flip fixed or broke agreement with the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judge.formats import HumanLabel, Verdict
@@ -78,3 +78,21 @@ def compare_verdicts(
         "n_broke": effects.get("broke", 0),
         "flipped": flipped,
     }
+
+
+#: what `judge calibrate compare` shows of each side's stored probe figures (judge probe)
+PROBE_KEYS = ("run_id", "prompt_version", "prompt_hash", "model", "n_items", "n_variants",
+              "invariant", "sensitive", "kinds")
+
+
+def probe_sides(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+                ) -> dict[str, Any]:
+    """Two prompt versions' stored probe figures (`judge probe` summaries, or None where a
+    version was not probed) side by side: `{"old", "new"}`, each the figures' `PROBE_KEYS`
+    or None."""
+    def side(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if not summary:
+            return None
+        return {k: summary.get(k) for k in PROBE_KEYS}
+
+    return {"old": side(old), "new": side(new)}

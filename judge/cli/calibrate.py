@@ -275,12 +275,17 @@ def compare(
                                       read_verdicts(new), seed=seed)
         else:
             assert rubric is not None
+            from judge.calibration.compare import probe_sides
             from judge.calibration.versions import compare_versions
+            from judge.probes.run import stored_probe
             from judge.settings import Settings
             from judge.store import open_store
 
             with open_store(db or Settings.load().database_url) as store:
                 result = compare_versions(store, rubric, old, new, model=model, seed=seed)
+                result["probes"] = probe_sides(
+                    stored_probe(store, rubric, old, model or result["old"]["model"]),
+                    stored_probe(store, rubric, new, model or result["new"]["model"]))
     _print_compare(result, fmt)
 
 
@@ -328,6 +333,9 @@ def _print_compare(result: dict[str, Any], fmt: OutputFormat) -> None:
     for key in ("prompt_version", "model", "n_items", "accuracy", "cohen_kappa", "tpr", "tnr",
                 "f1", "key_agreement", "evidence_agreement"):
         echo(f"{key:18}{num(o.get(key)):>24}{num(n.get(key)):>24}")
+    probes = result.get("probes")
+    if probes is not None:
+        _print_probe_rows(probes["old"], probes["new"], num)
     echo(f"flipped {result['n_flipped']} of {result['n_common']} common items "
          f"(fixed {result['n_fixed']}, broke {result['n_broke']})")
     for f in result["flipped"]:
@@ -337,3 +345,29 @@ def _print_compare(result: dict[str, Any], fmt: OutputFormat) -> None:
              f"{', ' + field(f['effect']) if f['effect'] else ''}); evidence "
              f"{field(a['evidence_event'])} -> {field(b['evidence_event'])}, key "
              f"{field(a['violated_key'])} -> {field(b['violated_key'])}")
+
+
+def _print_probe_rows(old: dict[str, Any] | None, new: dict[str, Any] | None,
+                      num: Any) -> None:
+    """Each side's stored probe figures (`judge probe`): rate [interval] per family and
+    kind, `not probed` for a side without."""
+    def cell(side: dict[str, Any] | None, entry: dict[str, Any] | None) -> str:
+        if side is None:
+            return "not probed"
+        if not entry or not entry.get("n"):
+            return "n/a"
+        lo, hi = entry["ci"]
+        return f"{num(entry['rate'])} [{lo:.2f},{hi:.2f}] n={entry['n']}"
+
+    echo(f"{'robustness probes':22}{'old':>25}{'new':>25}  (judge probe: rate "
+         "[95% Wilson CI] n)")
+    kinds = list((old or new or {}).get("kinds") or {})
+    for name, family in (("flip rate", "invariant"), ("catch rate", "sensitive")):
+        echo(f" {name:21}{cell(old, (old or {}).get(family)):>25}"
+             f"{cell(new, (new or {}).get(family)):>25}")
+        for kind in kinds:
+            o = ((old or {}).get("kinds") or {}).get(kind)
+            n = ((new or {}).get("kinds") or {}).get(kind)
+            if (o or n or {}).get("family") != family:
+                continue
+            echo(f"   {kind[:19]:19}{cell(old, o):>25}{cell(new, n):>25}")

@@ -34,6 +34,9 @@ COMMANDS: tuple[Entry, ...] = (
           "Label review items: interactively from the queue, or one item with --item/--label."),
     Entry("ledger", "judge.cli.ledger", "ledger",
           "Print the full reviewed ledger at a turn and the deltas applied at that turn."),
+    Entry("probe", "judge.cli.probe", "probe",
+          "Robustness probes: flip rate on variants that must not change a verdict, catch "
+          "rate on those that must."),
     Entry("run", "judge.cli.run", "run",
           "Run a suite: checks, judge items, route, store, and apply the release gate."),
     Entry("validate", "judge.cli.validate", "validate",
