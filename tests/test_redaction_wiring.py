@@ -118,3 +118,31 @@ def test_bad_scenario_redaction_is_one_line_naming_the_field(
         load_scenario(path)
     text = exc.value.message
     assert "\n" not in text and str(path) in text and message in text and "redaction" in text
+
+
+def test_a_grading_run_counts_what_it_replaced_by_class() -> None:
+    """Each run records how many values of each class were replaced, never the values: the
+    grading stats sum the requests' counts, and a rerun served by the render memo renders
+    (and counts) nothing."""
+    from judge.grading.cache import MemoryCache
+    from judge.grading.engine import GradingStats, grade_items_sync
+    from judge.providers.base import ModelParams
+    from judge.providers.scripted import ScriptedProvider
+
+    opts: dict[str, Any] = {"params": ModelParams(), "concurrency": 1, "rpm": None,
+                            "retries": 0}
+    pass_reply = ('{"label": "pass", "violated_key": null, "evidence_event": null, '
+                  '"confidence": 0.9, "rationale": "ok"}')
+    events = [{"kind": "user", "text": "card 4111 1111 1111 1111, mail bob@example.com"},
+              {"kind": "tool_call", "tool": "noop", "args": {"email": "bob@example.com"}}]
+    item = _item(events)
+    cache = MemoryCache()
+    first = GradingStats()
+    grade_items_sync([item], SCOPE, ScriptedProvider(default=pass_reply), cache=cache,
+                     stats=first, **opts)
+    assert first.rendered == 1
+    assert first.redactions["card"] == 1 and first.redactions["email"] >= 2
+    assert "bob@example.com" not in repr(first.to_dict())
+    again = GradingStats()
+    grade_items_sync([item], SCOPE, ScriptedProvider(), cache=cache, stats=again, **opts)
+    assert again.rendered == 0 and again.redactions == {} and again.cache_hits == 1

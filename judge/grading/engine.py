@@ -79,6 +79,11 @@ class GradingStats:
     unscored: int = 0
     failures: int = 0  # items whose provider call failed for good
     usage: dict[str, int] = field(default_factory=dict)
+    # values replaced per class (secret, card, ssn, email, phone, agent) in the requests
+    # rendered by this run, never the values; an item served by the render memo is not
+    # rendered again, so a rerun counts only what it rendered
+    rendered: int = 0
+    redactions: dict[str, int] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,7 +91,15 @@ class GradingStats:
                 "cache_hits": self.cache_hits, "reasks": self.reasks,
                 "asked_again": self.asked_again,
                 "unscored": self.unscored, "failures": self.failures,
-                "usage": dict(self.usage), "elapsed_s": round(self.elapsed_s, 3)}
+                "usage": dict(self.usage), "rendered": self.rendered,
+                "redactions": dict(sorted(self.redactions.items())),
+                "elapsed_s": round(self.elapsed_s, 3)}
+
+    def count_redactions(self, request: JudgeRequest) -> None:
+        self.rendered += 1
+        for cls, n in request.redactions.items():
+            if n:
+                self.redactions[cls] = self.redactions.get(cls, 0) + n
 
 
 class _Miss(Exception):
@@ -234,6 +247,7 @@ class ItemGrader:
                     self.stats.cache_hits += 1
                     return self._finish(item, verdict, {"cached": True})
         request = rendered or render(self.prompt, item, self.params, self.redaction)
+        self.stats.count_redactions(request)
         key = self.key_of(request)
         first = self.cache.get(key)
         if first is None:

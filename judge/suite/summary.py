@@ -151,6 +151,8 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
     overall: Counts = {}
     for o in outcomes.outcomes:
         add(overall, o.components)
+    if stats is not None:  # how many values of each class redaction replaced (no values)
+        summary["judge"]["redactions"] = dict(sorted(stats.redactions.items()))
     summary["components"] = rates(overall)
     summary["repetitions"] = repetitions
     summary["flaky"] = sorted(s for s, r in repetitions.items() if r["flaky"])
