@@ -79,7 +79,7 @@ class GradingStats:
     unscored: int = 0
     failures: int = 0  # items whose provider call failed for good
     usage: dict[str, int] = field(default_factory=dict)
-    # values replaced per class (secret, card, ssn, email, phone, agent) in the requests
+    # values replaced per class (secret, card, ssn, email, phone, identity) in the requests
     # rendered by this run, never the values; an item served by the render memo is not
     # rendered again, so a rerun counts only what it rendered
     rendered: int = 0
