@@ -24,7 +24,8 @@ from judge.store.migrations import MIGRATIONS, migrate
 
 #: Every migration, in order. A new migration is added here and to EXPECTED / ADDED_BY.
 NAMES = ["0001_initial_schema", "0002_verdicts_item_run_index", "0003_grading_work",
-         "0004_drop_redundant_indexes", "0005_render_memo"]
+         "0004_drop_redundant_indexes", "0005_render_memo",
+         "0006_annotator_tokens_and_reveals"]
 
 #: The schema after the last migration. Column types are the words of TYPES; "serial" is an
 #: autoincrement integer id. `unique` maps PostgreSQL's constraint name to its columns (SQLite
@@ -223,6 +224,27 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "columns": {"memo_key": "text NOT NULL", "cache_key": "text NOT NULL"},
         "primary_key": "memo_key",
     },
+    "annotator_tokens": {
+        "columns": {
+            "token_hash": "text NOT NULL",
+            "annotator": "text NOT NULL",
+            "created_at": "time NOT NULL",
+            "revoked_at": "time",
+        },
+        "primary_key": "token_hash",
+        "indexes": {"ix_annotator_tokens_annotator": "annotator"},
+    },
+    "label_reveals": {
+        "columns": {
+            "id": "serial NOT NULL",
+            "item_id": "text NOT NULL",
+            "annotator": "text NOT NULL",
+            "verdict_id": "int",
+            "created_at": "time NOT NULL",
+        },
+        "primary_key": "id",
+        "indexes": {"ix_label_reveals_item_annotator": "item_id, annotator"},
+    },
 }
 
 #: The words of EXPECTED as each database reports them.
@@ -243,6 +265,7 @@ ADDED_BY = {
     "0003_grading_work": [("grading_work", None)],
     "0004_drop_redundant_indexes": [("review_queue", "ix_queue_lease_claimed")],
     "0005_render_memo": [("render_memo", None)],
+    "0006_annotator_tokens_and_reveals": [("annotator_tokens", None), ("label_reveals", None)],
 }
 
 #: Indexes that the released 0001 made while tables.py still declared them; 0004 drops them.

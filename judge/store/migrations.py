@@ -289,6 +289,32 @@ def _render_memo(conn: Connection) -> None:
     """))
 
 
+
+@migration("0006_annotator_tokens_and_reveals")
+def _annotators(conn: Connection) -> None:
+    # `judge serve`: annotators sign in with a token (only its SHA-256 is stored), and every
+    # reveal of the judge's verdict after a person labelled an item is recorded.
+    _run(conn,
+         _table("annotator_tokens", """
+            token_hash VARCHAR NOT NULL,
+            annotator VARCHAR NOT NULL,
+            created_at {timestamp} NOT NULL,
+            revoked_at {timestamp},
+            PRIMARY KEY (token_hash)
+         """),
+         "CREATE INDEX IF NOT EXISTS ix_annotator_tokens_annotator "
+         "ON annotator_tokens (annotator)",
+         _table("label_reveals", """
+            id {serial} NOT NULL,
+            item_id VARCHAR NOT NULL,
+            annotator VARCHAR NOT NULL,
+            verdict_id INTEGER,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (id)
+         """),
+         "CREATE INDEX IF NOT EXISTS ix_label_reveals_item_annotator "
+         "ON label_reveals (item_id, annotator)")
+
 # -- applying them -----------------------------------------------------------------------
 
 def applied(conn: Connection) -> list[str]:
