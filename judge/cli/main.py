@@ -42,6 +42,8 @@ COMMANDS: tuple[Entry, ...] = (
           extra=(Entry("run", "judge.cli.run", "report_run",
                        "Write a stored run's report (md, html, json or text)."),)),
     Entry("review", "judge.cli.review", "app", "The review queue: what people label next."),
+    Entry("serve", "judge.cli.serve", "app",
+          "Review in the browser: queue, blind labelling, agreement."),
 )
 
 
