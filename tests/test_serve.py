@@ -69,6 +69,10 @@ def test_every_form_needs_its_csrf_token(filled: Store) -> None:
         assert c.post("/next", data={"csrf_token": mine},
                       headers={"origin": "http://evil.example"}).status_code == 403
         assert filled.queue.held_by("asha") is None  # none of them claimed anything
+        # a browser sends "Origin: null" on a form POST from a no-referrer page: the token
+        # decides (a valid one passes; a missing one is refused above)
+        assert c.post("/next", data={"csrf_token": "x.y"},
+                      headers={"origin": "null"}).status_code == 403
         ok = c.post("/next", data={"csrf_token": mine},
                     headers={"origin": url})
         iid = location_item(ok)

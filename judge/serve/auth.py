@@ -11,8 +11,8 @@ not: a random nonce lives in its own SameSite=Strict cookie, and each form carri
 `nonce.HMAC(key, nonce | session)`, where session is the hash of the sign-in token (empty
 before sign-in). A forged form lacks the nonce (another origin cannot read the cookie) and
 a planted cookie lacks the HMAC. The key is random per process unless JUDGE_SERVE_SECRET is
-set (several processes behind one address). Requests that carry an Origin header must also
-come from the server's own origin.
+set (several processes behind one address). Requests that carry an Origin header naming
+an origin must name the server's own.
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ def session_id(request: Request) -> str:
 
 def _same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
-    if origin is None:
-        return True  # no Origin header (older clients): the HMAC alone decides
+    if origin is None or origin == "null":
+        # no Origin (older clients), or "null": what browsers send on a form POST from a
+        # page served with Referrer-Policy: no-referrer. The HMAC alone decides.
+        return True
     host = request.headers.get("host", "")
     return origin in (f"http://{host}", f"https://{host}")
