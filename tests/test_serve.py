@@ -266,3 +266,29 @@ def test_hostile_trace_text_is_inert(store: Store) -> None:
     assert seen == len(HOSTILE)
     for s in CORPUS["html"]:
         assert htmllib.escape(s, quote=True) != s  # each has something to escape
+
+
+def test_run_report_page_of_a_real_run(tmp_path) -> None:
+    """A suite run stored by `judge run`, then its report page: the run report renderer's
+    HTML, served with the script-free report CSP."""
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from judge.cli.main import app
+    from judge.store import open_store
+
+    suite = Path(__file__).resolve().parent.parent / "examples/suites/nightly.yaml"
+    url = f"sqlite:///{tmp_path / 'judge.db'}"
+    ran = CliRunner().invoke(app, ["run", str(suite), "--suite", "pull_request", "--db", url,
+                                   "--format", "json"])
+    assert ran.exit_code in (0, 1), ran.output
+    run_id = json.loads(ran.stdout)["run_id"]
+    with open_store(url) as store, live(store) as base:
+        c = client(base, store.annotators.add_token("asha"))
+        assert run_id in c.get("/runs").text
+        r = c.get("/runs/report", params={"id": run_id})
+        assert r.status_code == 200 and f"judge run {run_id}" in r.text
+        assert "script-src" not in r.headers["content-security-policy"]
+        assert r.headers["x-frame-options"] == "DENY"
