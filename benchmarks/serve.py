@@ -102,7 +102,7 @@ def free_port() -> int:
 
 def pct(values: list[float], q: float) -> float:
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def summary(name: str, server: list[float], client: list[float]) -> str:

@@ -51,11 +51,16 @@ class Csrf:
             return False
         nonce, _, mac = sent.partition(".")
         cookie = request.cookies.get(CSRF_COOKIE, "")
-        return bool(cookie) and hmac.compare_digest(nonce, cookie) and \
-            hmac.compare_digest(mac, self._mac(nonce, session))
+        return bool(cookie) and hmac.compare_digest(_b(nonce), _b(cookie)) and \
+            hmac.compare_digest(_b(mac), _b(self._mac(nonce, session)))
 
     def _mac(self, nonce: str, session: str) -> str:
-        return hmac.new(self._key, f"{nonce}|{session}".encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self._key, _b(f"{nonce}|{session}"), hashlib.sha256).hexdigest()
+
+
+def _b(text: str) -> bytes:
+    """Bytes for comparing and hashing any text a client sent (lone surrogates too)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def session_id(request: Request) -> str:

@@ -92,7 +92,8 @@ def ledger_rows(ledger: dict[str, Any]) -> list[LedgerRow]:
     turn = _int(ledger.get("turn"))
     rows: list[LedgerRow] = []
     for section in LEDGER_SECTIONS:
-        for e in ledger.get(section) or []:
+        entries = ledger.get(section)
+        for e in entries if isinstance(entries, list) else []:
             if not isinstance(e, dict):
                 continue
             struck = section == "superseded"
@@ -123,6 +124,7 @@ def item_view(item_id: str, data: dict[str, Any] | None, rubric: str | None) -> 
     raw_ledger = data.get("ledger")
     ledger: dict[str, Any] = raw_ledger if isinstance(raw_ledger, dict) else {}
     events = [ev for ev in data.get("events") or [] if isinstance(ev, dict)]
+    clean = _clean(ledger, events, data)
     return ItemView(
         item_id=item_id, rubric=rub, kind=kind, seq=seq, turn=_int(data.get("turn")),
         goal=str(data.get("goal") or ""), question=question(rub, kind, seq),
@@ -131,7 +133,23 @@ def item_view(item_id: str, data: dict[str, Any] | None, rubric: str | None) -> 
                          kind=str(ev.get("kind", "")), text=event_text(ev),
                          judged=_int(ev.get("seq")) == seq and seq is not None)
                 for ev in events],
-        keys=ledger_keys(data), seqs=slice_seqs(data))
+        keys=ledger_keys(clean), seqs=slice_seqs(clean))
+
+
+def _clean(ledger: dict[str, Any], events: list[dict[str, Any]],
+           data: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a stored item the shared label rules read, keeping only well-formed
+    values (a stored item is ours, but the page must render whatever the row holds)."""
+    sections = {s: [e for e in ledger.get(s) or [] if isinstance(e, dict)]
+                if isinstance(ledger.get(s), list) else [] for s in LEDGER_SECTIONS}
+    raw_keys = data.get("ledger_keys")
+    raw_seqs = data.get("slice_seqs")
+    return {"ledger": sections,
+            "ledger_keys": [k for k in raw_keys if isinstance(k, str)]
+            if isinstance(raw_keys, list) else [],
+            "slice_seqs": [s for s in raw_seqs if _int(s) is not None]
+            if isinstance(raw_seqs, list) else [],
+            "events": [e for e in events if _int(e.get("seq")) is not None]}
 
 
 def verdict_lines(v: Verdict | None) -> list[tuple[str, str]]:
