@@ -76,12 +76,16 @@ def test_label_five_by_keyboard_undo_one(driver, db: Store, tmp_path: Path) -> N
     def keys(*k: str) -> None:
         ActionChains(driver).send_keys(*k).perform()
 
-    def current() -> str:
-        return str(driver.find_element(By.ID, "item-id").text)
+    def current() -> str | None:
+        """The item on screen once its keys work (read in one script: no stale element)."""
+        return driver.execute_script(
+            "var e = document.getElementById('item-id');"
+            "return e && document.readyState === 'complete' &&"
+            " document.body.getAttribute('data-keys') === 'ready' ? e.textContent : null")
 
-    def moved_from(before: str) -> str:
-        wait.until(lambda d: d.find_elements(By.ID, "item-id") and current() != before)
-        return current()
+    def moved_from(before: str | None) -> str:
+        wait.until(lambda d: current() not in (None, before))
+        return str(current())
 
     with live(db) as url:
         driver.get(f"{url}/login")
@@ -93,9 +97,10 @@ def test_label_five_by_keyboard_undo_one(driver, db: Store, tmp_path: Path) -> N
         except Exception:  # show where sign-in stopped
             print(driver.current_url, driver.page_source[:3000])
             raise
+        wait.until(lambda d: d.execute_script(
+            "return document.body.getAttribute('data-keys') === 'ready'"))
         keys("n")  # next item
-        wait.until(lambda d: d.find_elements(By.ID, "item-id"))
-        first = current()
+        first = moved_from(None)
         assert first == item(1)["item_id"]
         page = driver.page_source
         assert "SAFETY-CRITICAL" in page and "a duplicate refund" not in page  # blind
@@ -116,13 +121,11 @@ def test_label_five_by_keyboard_undo_one(driver, db: Store, tmp_path: Path) -> N
                 keys("1", Keys.ENTER)
             else:
                 keys(key)
+            after = moved_from(before)
             if n < len(plan) - 1:
-                seen.append(moved_from(before))
-            else:
-                wait.until(lambda d, b=before: d.find_elements(By.ID, "item-id")
-                           and current() != b)
+                seen.append(after)
         assert len(set(seen)) == 5
-        sixth = current()
+        sixth = after
         keys("z")  # undo: back to the fifth item
         assert moved_from(sixth) == seen[4]
         assert "supersede" in driver.page_source

@@ -102,4 +102,5 @@
       if (next) { e.preventDefault(); next.click(); }
     }
   });
+  body.setAttribute("data-keys", "ready");  // the keys work from here on
 })();
