@@ -13,7 +13,8 @@ starts as a user starts it (a separate process), and one HTTP client signs in an
   `Server-Timing: app;dur=…`, which the app measures from request to response start, and
   the client's round trip),
 - labels its way through 100 items (label → claim next → redirect → item page), timing the
-  item page of each freshly claimed item and the label POST (label + claim of the next).
+  item page of each freshly claimed item and the label POST (label + claim of the next),
+- and loads the queue page (counts by state, reason and rubric; agreement) 20 times.
 Also the command's start-up: process start to the first answered request.
 Without --pg-url a throwaway PostgreSQL server is started (tests/pg.py).
 """
@@ -137,6 +138,12 @@ def bench(url: str, pages: int) -> None:
             page = c.get("/login").text
             c.post("/login", data={"csrf_token": CSRF.findall(page)[0], "token": token})
             home = c.get("/")
+            queue_s, queue_c = [], []
+            for _ in range(20):
+                t = time.perf_counter()
+                q = c.get("/")
+                queue_c.append((time.perf_counter() - t) * 1000)
+                queue_s.append(server_ms(q))
             r = c.post("/next", data={"csrf_token": CSRF.findall(home.text)[0]})
             loc = r.headers["location"]
             for _ in range(5):  # warm up
@@ -168,6 +175,7 @@ def bench(url: str, pages: int) -> None:
         print(summary("item page, same item", same_s, same_c))
         print(summary("item page, each new claim", fresh_s, fresh_c))
         print(summary("label POST (save + claim next)", label_s, label_c))
+        print(summary("queue page (counts, agreement)", queue_s, queue_c))
     finally:
         proc.send_signal(signal.SIGINT)
         try:

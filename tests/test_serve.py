@@ -217,6 +217,11 @@ def test_double_labelling_and_human_agreement(store: Store) -> None:
     assert store.queue.stats()["double_labelled"] == {"items": 3, "done": 3}
     assert "Human–human agreement on 3 items (2 annotators)" in queue
     assert "3 of 3 double-labelled items done" in queue
+    from judge.cli.review import human_agreement  # what `judge review stats` shows
+
+    cli = human_agreement(store)
+    assert cli is not None and cli["n_items"] == 3
+    assert f"{100 * cli['percent_agreement']:.1f}% agree" in queue
 
 
 def test_reports_are_served(filled: Store) -> None:

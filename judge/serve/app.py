@@ -199,7 +199,9 @@ def _queue_context(review: Review, who: str) -> dict[str, Any]:
     held = store.queue.held_by(who)
     return {"stats": stats, "by_rubric": store.queue.pending_by_rubric(),
             "remaining": store.queue.remaining_for(who), "held": held,
-            "human_human": human_human_agreement(reference_labels(store.labels_for())),
+            # only items two or more people labelled count: read just their labels
+            "human_human": human_human_agreement(reference_labels(
+                store.labels_for(store.multi_annotator_items()))),
             "n_labels": store.count_labels()}
 
 

@@ -355,6 +355,13 @@ class Store:
                                .order_by(T_LABEL.c.id.desc()).limit(1)).mappings().first()
         return row_label(row) if row is not None else None
 
+    def multi_annotator_items(self) -> list[str]:
+        """Items labelled by two or more distinct annotators (for human–human agreement)."""
+        stmt = (select(T_LABEL.c.item_id).group_by(T_LABEL.c.item_id)
+                .having(func.count(func.distinct(T_LABEL.c.annotator)) > 1))
+        with store_errors(self.url), self._read() as conn:
+            return [r[0] for r in conn.execute(stmt)]
+
     def has_labelled(self, item_id: str, annotator: str) -> bool:
         with store_errors(self.url), self._read() as conn:
             return conn.execute(select(T_LABEL.c.id).where(
