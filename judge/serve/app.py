@@ -95,10 +95,10 @@ class Review:
                                                       **context)
         response = HTMLResponse(html, status_code=status)
         if fresh:
-            self._cookie(response, CSRF_COOKIE, nonce)
+            self.set_cookie(response, CSRF_COOKIE, nonce)
         return response
 
-    def _cookie(self, response: Response, name: str, value: str) -> None:
+    def set_cookie(self, response: Response, name: str, value: str) -> None:
         response.set_cookie(name, value, httponly=True, samesite="strict", path="/",
                             secure=self.config.secure_cookies)
 
@@ -180,7 +180,7 @@ async def login(request: Request) -> Response:
     if who is None:
         return review.page(request, "login.html", 403, who=None, error="unknown or revoked token")
     response = _go("/")
-    review._cookie(response, TOKEN_COOKIE, token)
+    review.set_cookie(response, TOKEN_COOKIE, token)
     return response
 
 
