@@ -12,7 +12,7 @@ import pytest
 from hostile_text import CORPUS, HOSTILE, raw_controls
 from serve_live import RATIONALE, client, csrf_of, fill, item, live, location_item, post
 
-from judge.formats import HumanLabel
+from judge.formats import HumanLabel, Verdict
 from judge.serve import ServeConfig
 from judge.store import Store
 from judge.store.lease import EXPIRE_EVERY_S
@@ -297,3 +297,39 @@ def test_run_report_page_of_a_real_run(tmp_path) -> None:
         assert r.status_code == 200 and f"judge run {run_id}" in r.text
         assert "script-src" not in r.headers["content-security-policy"]
         assert r.headers["x-frame-options"] == "DENY"
+
+
+def test_hostile_verdict_text_is_inert_when_revealed(store: Store) -> None:
+    """The judge's rationale is text from a model that read the trace: as hostile as it."""
+    from judge.pipeline.route import route_and_save
+    from judge.routing import RoutingPolicy
+
+    # NUL left out: PostgreSQL text cannot hold it (the store refuses such a verdict; see
+    # test_a_note_with_nul_is_refused for the label form)
+    hostile = " ".join(s for s in HOSTILE if "\x00" not in s)
+    store.save_items([item(1)])
+    route_and_save(store, [Verdict(item_id=item(1)["item_id"], label="fail",
+                                   violated_key="refundOnce", evidence_event=4,
+                                   confidence=0.31, rationale=hostile, rubric="scope_fidelity",
+                                   prompt_hash="sha256:p", model="heuristic")],
+                   store.save_run(), policy=RoutingPolicy(double_share=0.0, audit_share=0.0))
+    with live(store) as url:
+        c = client(url, store.annotators.add_token("asha"))
+        iid = location_item(post(c, "/next", {}))
+        page = c.get("/item", params={"id": iid}).text
+        r = post(c, "/label", {"id": iid, "label": "pass", "note": hostile}, page)
+        assert location_item(r) is None
+        shown = post(c, "/reveal", {"id": iid}, c.get("/").text)
+    assert shown.status_code == 200 and raw_controls(shown.content) == []
+    assert "<script>alert" not in shown.text and "<img src=x" not in shown.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in shown.text  # shown, as text
+
+
+def test_a_note_with_nul_is_refused(filled: Store) -> None:
+    with live(filled) as url:
+        c = client(url, filled.annotators.add_token("asha"))
+        iid = location_item(post(c, "/next", {}))
+        page = c.get("/item", params={"id": iid}).text
+        r = post(c, "/label", {"id": iid, "label": "pass", "note": "nul\x00byte"}, page)
+        assert r.status_code == 400 and "NUL" in r.text
+    assert labels_of(filled) == []

@@ -20,6 +20,7 @@ from judge.store import Store, open_store
 
 CHROMIUM = Path(os.environ.get("JUDGE_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("JUDGE_CHROMEDRIVER", "/usr/bin/chromedriver"))
+#: where the item page's screenshot goes (relative paths: under the test's tmp dir, the cwd)
 SCREENSHOTS = Path(os.environ.get("JUDGE_SCREENSHOTS", "out/screenshots"))
 
 
@@ -64,7 +65,8 @@ def db(tmp_path: Path) -> Iterator[Store]:
         yield store
 
 
-def test_label_five_by_keyboard_undo_one(driver, db: Store, tmp_path: Path) -> None:
+def test_label_five_by_keyboard_undo_one(driver, db: Store, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -107,7 +109,8 @@ def test_label_five_by_keyboard_undo_one(driver, db: Store, tmp_path: Path) -> N
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shot = SCREENSHOTS / "serve-item.png"
         driver.save_screenshot(str(shot))
-        print(f"screenshot of the item page: {shot.resolve()}")
+        with capsys.disabled():  # shown in the test output even when it passes
+            print(f"\nscreenshot of the item page: {shot.resolve()}")
         assert shot.stat().st_size > 10_000
 
         plan = ["p", "u", "f", "p", "p"]

@@ -286,6 +286,8 @@ async def label(request: Request, review: Review, who: str) -> Response:
     raw_ev = await _field(request, "evidence", 20)
     note = (await _field(request, "note", MAX_NOTE)).strip() or None
     rubric = await _field(request, "rubric", 200)
+    if note is not None and "\x00" in note:
+        raise InputError("note: a NUL character cannot be stored", field="note")
     if value != "fail":
         key, raw_ev = None, ""  # the key and evidence pickers only count for a fail
     try:
