@@ -1,6 +1,7 @@
 """Benchmark: deterministic checks over a generated streamed trace vs bare `json.loads`.
 
     .venv/bin/python benchmarks/checks.py [--events 1000000] [--small 100000] [--repeat 3]
+                                          [--baseline DIR]
 
 Writes a streamed `.jsonl` trace (a header line, then one event per line) for a realistic
 support scenario with every rule kind configured, then in the same run times
@@ -8,12 +9,16 @@ support scenario with every rule kind configured, then in the same run times
 2. `run_checks` on the stream (parsing, validation, seq/turn filling and every check),
 and prints the ratio. Peak memory (max RSS of a fresh child process running the checks) is
 measured at `--small` and `--events` events to show it does not grow with the trace.
+With `--baseline DIR` (a checkout of the code before, e.g. main) a child process with that
+code on its path times 2. too, interleaved with the others (its own timer, around the same
+loop: no start-up in it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -28,7 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 from judge.checks import run_checks  # noqa: E402
 from judge.ledger import load_scenario  # noqa: E402
-from judge.trace.loader import iter_trace_streams  # noqa: E402
+
+try:  # what `judge check` reads: events as dicts (a --baseline may predate them)
+    from judge.trace.loader import iter_event_streams as streams
+except ImportError:
+    from judge.trace.loader import iter_trace_streams as streams  # type: ignore
 
 SCENARIO = """\
 id: bench-support
@@ -152,7 +161,7 @@ def time_checks(scenario: Path, path: Path) -> tuple[float, float, int, bool]:
     t, c = time.perf_counter(), time.process_time()
     events = 0
     eligible = True
-    for stream in iter_trace_streams(path):
+    for stream in streams(path):
         report = run_checks(loaded, stream)
         events += report.events
         eligible = eligible and report.eligible
@@ -164,6 +173,22 @@ def child(scenario: Path, path: Path) -> None:
     _, _, events, _ = time_checks(scenario, path)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"events": events, "max_rss_mib": round(rss, 1)}))
+
+
+def timed_child(scenario: Path, path: Path) -> None:
+    """Time the checks once and print the figures (called in a fresh process)."""
+    wall, cpu, events, eligible = time_checks(scenario, path)
+    print(json.dumps({"wall": wall, "cpu": cpu, "events": events, "eligible": eligible}))
+
+
+def time_baseline(scenario: Path, path: Path, baseline: Path) -> tuple[float, float]:
+    """(wall, cpu) of `time_checks` with the code in `baseline`, in a child process."""
+    env = {**os.environ, "PYTHONPATH": str(baseline.resolve())}
+    out = subprocess.run([sys.executable, "-P", __file__, "--timed-child", str(scenario),
+                          str(path)], check=True, capture_output=True, text=True,
+                         env=env).stdout
+    r = json.loads(out)
+    return r["wall"], r["cpu"]
 
 
 def peak_rss(scenario: Path, path: Path) -> dict[str, float]:
@@ -180,9 +205,14 @@ def main() -> None:
     ap.add_argument("--child", nargs=2, metavar=("SCENARIO", "TRACE"))
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--timed-child", nargs=2, metavar=("SCENARIO", "TRACE"))
+    ap.add_argument("--baseline", type=Path)
     a = ap.parse_args()
     if a.child:
         child(Path(a.child[0]), Path(a.child[1]))
+        return
+    if a.timed_child:
+        timed_child(Path(a.timed_child[0]), Path(a.timed_child[1]))
         return
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -192,7 +222,7 @@ def main() -> None:
         write_trace(big, a.events)
         size = big.stat().st_size / 2**20
         # Interleaved repeats; the best of each is the least disturbed by other processes.
-        jw, jc, cw, cc = [], [], [], []
+        jw, jc, cw, cc, bw, bc = [], [], [], [], [], []
         events, eligible = 0, False
         for _ in range(a.repeat):
             w, c = time_json_loads(big)
@@ -201,6 +231,10 @@ def main() -> None:
             w, c, events, eligible = time_checks(scenario, big)
             cw.append(w)
             cc.append(c)
+            if a.baseline:
+                w, c = time_baseline(scenario, big, a.baseline)
+                bw.append(w)
+                bc.append(c)
         print(f"trace: {events:,} events, {size:.0f} MiB, eligible={eligible}, "
               f"best of {a.repeat}")
         print(f"json.loads every line: wall {min(jw):.2f} s, cpu {min(jc):.2f} s "
@@ -209,6 +243,9 @@ def main() -> None:
               f"({events / min(cw):,.0f} events/s)")
         print(f"ratio checks / json.loads: wall {min(cw) / min(jw):.2f}x, "
               f"cpu {min(cc) / min(jc):.2f}x (target <= 4x)")
+        if a.baseline:
+            print(f"before ({a.baseline}): wall {min(bw):.2f} s, cpu {min(bc):.2f} s = "
+                  f"{min(bw) / min(jw):.2f}x / {min(bc) / min(jc):.2f}x json.loads")
         if not a.no_memory:
             small = d / "small.jsonl"
             write_trace(small, a.small)

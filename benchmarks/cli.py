@@ -1,22 +1,32 @@
 """Benchmark the CLI as a user runs it: whole processes, start-up and output included.
 
     .venv/bin/python benchmarks/cli.py [--traces 10000] [--events-per-trace 100]
-                                       [--repeat 3] [--no-memory] [--skip-big]
+                                       [--jobs 1,N] [--repeat 3] [--no-memory] [--skip-big]
+                                       [--compaction-every 5] [--threshold] [--instructions]
 
 1. `judge --help` beside `--help` of a two-command typer app (written here): target ≤ 1.5×.
 2. `judge check SCENARIO trace.json` on one small trace: target < 0.5 s.
-3. `judge check SCENARIO big.jsonl --format json` (and jsonl, text) over `--traces` traces of
+3. `judge check SCENARIO big.jsonl --format json --jobs J` for each J of `--jobs` (default
+   1 and the CPU count), and jsonl and text at the last J, over `--traces` traces of
    `--events-per-trace` events, one trace per line, output written to a file, beside a
    `python -c` process doing `json.loads` on every line of the same file: target ≤ 3×.
-4. Peak RSS of `judge check --format json` at a tenth of the traces and at all of them.
-5. With `--instructions` (needs valgrind): instructions executed by both processes of 3. on
-   the tenth-size file, and the ratio extrapolated to the full size. Unlike times, the count
-   does not depend on what else the machine is doing.
+   The outputs of every J are compared byte for byte.
+4. Peak memory of `judge check --format json --jobs J` at a tenth of the traces and at all
+   of them: the largest sum, over the process and its workers, of RSS and of PSS (shared
+   pages counted once, split between the processes sharing them), sampled every 20 ms.
+5. With `--threshold`: `--jobs 1` against the last J on files of a few hundred KiB to a few
+   MiB, every file split however small (what `judge.checks.parallel.PARALLEL_MIN_BYTES`
+   is chosen from).
+6. With `--instructions` (needs valgrind): instructions executed by both processes of 3. on
+   the tenth-size file (`--jobs 1`), and the ratio extrapolated to the full size. Unlike
+   times, the count does not depend on what else the machine is doing.
 
 Every command runs in a fresh process; the commands of one measure are interleaved and the
 best of `--repeat` is kept (the least disturbed by other processes). Wall and CPU (user +
-system, from wait4) are both printed: on a shared machine the CPU ratio is the like-for-like
-one. Byte-code caching is left on for the children, as for a user (a warm-up run fills it).
+system, from wait4, workers included) are both printed: with one process the CPU ratio is
+the like-for-like one on a shared machine; with workers, wall time is what they buy, and it
+depends on idle cores. Byte-code caching is left on for the children, as for a user (a
+warm-up run fills it). The load average is printed before and after each measure.
 """
 
 from __future__ import annotations
@@ -65,13 +75,19 @@ if __name__ == "__main__":
 '''
 
 JSON_LOADS = "import json, sys\nfor line in open(sys.argv[1]):\n    json.loads(line)\n"
+# `judge` from wherever PYTHONPATH points (--baseline: the code before)
+BASELINE = ("import sys\nfrom judge.cli.main import main\nsys.argv[0] = 'judge'\nmain()\n")
+# `judge check` with every .jsonl file split, however small (for --threshold)
+SPLIT_ALL = ("import sys\nimport judge.checks.parallel as p\np.PARALLEL_MIN_BYTES = 0\n"
+             "from judge.cli.main import main\nsys.argv[0] = 'judge'\nmain()\n")
 
 
-def run(cmd: list[str], out: Path | None = None) -> tuple[float, float, float, int]:
+def run(cmd: list[str], out: Path | None = None,
+        env: dict[str, str] | None = None) -> tuple[float, float, float, int]:
     """(wall s, cpu s, max RSS MiB, exit code) of one process, its output to `out`."""
     with open(out or os.devnull, "wb") as fh:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.PIPE, env=ENV)
+        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.PIPE, env=env or ENV)
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -80,6 +96,60 @@ def run(cmd: list[str], out: Path | None = None) -> tuple[float, float, float, i
     if p.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}: {err[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, p.returncode
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (from /proc: each process's parent)."""
+    parents: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            parents.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += parents.get(p, [])
+    return out
+
+
+def _memory(pids: list[int]) -> tuple[float, float]:
+    """(RSS, PSS) summed over `pids`, MiB."""
+    rss = pss = 0
+    for p in pids:
+        try:
+            text = Path(f"/proc/{p}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for row in text.splitlines():
+            if row.startswith("Rss:"):
+                rss += int(row.split()[1])
+            elif row.startswith("Pss:"):
+                pss += int(row.split()[1])
+    return rss / 1024, pss / 1024
+
+
+def peak_memory(cmd: list[str], out: Path) -> tuple[float, float, int]:
+    """(peak RSS sum, peak PSS sum, workers seen) of a process tree, sampled every 20 ms."""
+    with open(out, "wb") as fh:
+        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.DEVNULL, env=ENV)
+        peak_rss = peak_pss = 0.0
+        most = 0
+        while p.poll() is None:
+            pids = _tree(p.pid)
+            most = max(most, len(pids) - 1)
+            rss, pss = _memory(pids)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+            time.sleep(0.02)
+    return peak_rss, peak_pss, most
+
+
+def load() -> str:
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def instructions(cmd: list[str], out: Path | None = None) -> int:
@@ -137,7 +207,15 @@ def main() -> None:
     ap.add_argument("--compaction-every", type=int, default=5,
                     help="turns between compaction summaries (10 events a turn; 50 = none "
                          "in a 100-event trace)")
+    ap.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}",
+                    help="comma-separated --jobs values for `judge check` (json; jsonl and "
+                         "text at the last one)")
+    ap.add_argument("--threshold", action="store_true")
+    ap.add_argument("--baseline", type=Path,
+                    help="a checkout of the code before (e.g. main): its `judge check "
+                         "--format json` joins the interleaved runs, its output compared")
     a = ap.parse_args()
+    jobs = [int(j) for j in a.jobs.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         scenario = d / "scenario.yaml"
@@ -163,6 +241,8 @@ def main() -> None:
         print(line("judge check SCENARIO one.json --format json", r["json"]))
         print("target: < 0.5 s\n")
 
+        if a.threshold:
+            threshold(scenario, d, a, jobs[-1])
         if a.skip_big:
             return
         big = d / "big.jsonl"
@@ -174,28 +254,60 @@ def main() -> None:
               f"events, {size:.0f} MiB, one trace per line, a compaction summary every "
               f"{a.compaction_every} turns")
         check = [JUDGE, "check", str(scenario), str(big)]
-        r = best({"loads": lambda: run([py, "-c", JSON_LOADS, str(big)]),
-                  "json": lambda: run([*check, "--format", "json"], out),
-                  "jsonl": lambda: run([*check, "--format", "jsonl"], out),
-                  "text": lambda: run(check, out)}, a.repeat)
+        last = jobs[-1]
+        commands: dict[str, Callable[[], tuple[float, float, float, int]]] = {
+            "loads": lambda: run([py, "-c", JSON_LOADS, str(big)])}
+        for j in jobs:
+            commands[f"json -j{j}"] = (lambda j=j: run([*check, "--format", "json", "--jobs",
+                                                        str(j)], out))
+        for fmt in ("jsonl", "text"):
+            commands[f"{fmt} -j{last}"] = (lambda fmt=fmt: run([*check, "--format", fmt,
+                                                                "--jobs", str(last)], out))
+        before = [py, "-P", "-c", BASELINE, "check", str(scenario), str(big), "--format", "json"]
+        if a.baseline:
+            benv = {**ENV, "PYTHONPATH": str(a.baseline.resolve())}
+            commands["baseline"] = lambda: run(before, out, benv)
+        print(load())
+        r = best(commands, a.repeat)
+        print(load())
         print(line("python -c: json.loads of every line", r["loads"]))
-        for fmt in ("json", "jsonl", "text"):
-            print(line(f"judge check SCENARIO big.jsonl --format {fmt} > file", r[fmt]))
-        for fmt in ("json", "jsonl", "text"):
-            print(f"ratio --format {fmt} / json.loads: wall {r[fmt][0] / r['loads'][0]:.2f}x, "
-                  f"cpu {r[fmt][1] / r['loads'][1]:.2f}x (target <= 3x)")
-        run([*check, "--format", "json"], out)
-        print(f"output of --format json: {out.stat().st_size / 2**20:.1f} MiB")
+        if a.baseline:
+            print(line(f"before ({a.baseline}): judge check ... --format json", r["baseline"]))
+        for name in commands:
+            if name not in ("loads", "baseline"):
+                fmt, j = name.split()
+                print(line(f"judge check SCENARIO big.jsonl --format {fmt} --jobs {j[2:]}",
+                           r[name]))
+        for name in commands:
+            if name != "loads":
+                print(f"ratio {name} / json.loads: wall {r[name][0] / r['loads'][0]:.2f}x, "
+                      f"cpu {r[name][1] / r['loads'][1]:.2f}x (target <= 3x wall)")
+        outputs = []
+        for j in jobs:
+            run([*check, "--format", "json", "--jobs", str(j)], out)
+            outputs.append(out.read_bytes())
+        if a.baseline:
+            run(before, out, benv)
+            outputs.append(out.read_bytes())
+        same = all(o == outputs[0] for o in outputs)
+        print(f"output of --format json: {len(outputs[0]) / 2**20:.1f} MiB, identical for "
+              f"--jobs {', '.join(map(str, jobs))}{' and before' if a.baseline else ''}: "
+              f"{same}")
+        if not same:
+            raise SystemExit("outputs differ between --jobs values")
 
         small = d / "small.jsonl"
         tenth = max(1, a.traces // 10)
         write_traces(small, tenth, a.events_per_trace, compaction_every=a.compaction_every)
         if not a.no_memory:
-            for label, path in (("a tenth", small), ("all", big)):
-                _, _, rss, _ = run([JUDGE, "check", str(scenario), str(path), "--format",
-                                    "json"], out)
-                print(f"peak RSS, judge check --format json, {label} of the traces: "
-                      f"{rss:.1f} MiB")
+            for label, path, n in (("a tenth", small, tenth), ("all", big, a.traces)):
+                for j in jobs:
+                    rss, pss, workers = peak_memory(
+                        [JUDGE, "check", str(scenario), str(path), "--format", "json",
+                         "--jobs", str(j)], out)
+                    print(f"peak memory, judge check --format json --jobs {j}, {label} of the "
+                          f"traces ({n * a.events_per_trace:,} events): RSS {rss:.1f} MiB, "
+                          f"PSS {pss:.1f} MiB (process + {workers} workers)")
         if a.instructions:
             one_line = d / "one.jsonl"
             write_traces(one_line, 1, a.events_per_trace, compaction_every=a.compaction_every)
@@ -204,9 +316,9 @@ def main() -> None:
                 "python": instructions([py, "-c", "pass"]),
                 "loads": instructions([py, "-c", JSON_LOADS, str(small)]),
                 "check": instructions([JUDGE, "check", str(scenario), str(small), "--format",
-                                       "json"], out),
+                                       "json", "--jobs", "1"], out),
                 "start": instructions([JUDGE, "check", str(scenario), str(one_line),
-                                       "--format", "json"], out),
+                                       "--format", "json", "--jobs", "1"], out),
             }
             per_loads = (counts["loads"] - counts["python"]) / n_small
             per_check = (counts["check"] - counts["start"]) / (n_small - a.events_per_trace)
@@ -216,6 +328,22 @@ def main() -> None:
             full = (counts["start"] + per_check * events) / (
                 counts["python"] + per_loads * events)
             print(f"instruction ratio at {events:,} events: {full:.2f}x")
+
+
+def threshold(scenario: Path, d: Path, a: argparse.Namespace, jobs: int) -> None:
+    """`--jobs 1` against `--jobs J` with every file split, on small files."""
+    out = d / "out"
+    py = sys.executable
+    for n in (25, 50, 100, 200, 400, 800):
+        path = d / f"t{n}.jsonl"
+        write_traces(path, n, a.events_per_trace, compaction_every=a.compaction_every)
+        base = [py, "-P", "-c", SPLIT_ALL, "check", str(scenario), str(path), "--format", "json"]
+        r = best({"1": lambda base=base: run([*base, "--jobs", "1"], out),
+                  "j": lambda base=base: run([*base, "--jobs", str(jobs)], out)}, a.repeat)
+        size = path.stat().st_size / 2**20
+        print(f"{n:>4} traces, {size:5.2f} MiB: --jobs 1 wall {r['1'][0]:.3f} s, --jobs "
+              f"{jobs} (split) wall {r['j'][0]:.3f} s = {r['j'][0] / r['1'][0]:.2f}x  "
+              f"(cpu {r['1'][1]:.3f} / {r['j'][1]:.3f} s)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
    (benchmarks/inspect_grader.py, when inspect_ai is installed), at 100 ms latency /
    concurrency 50 and 1 s / concurrency 100. Rounds alternate; medians; each process's
    CPU seconds beside its wall time. Target: judge ≥ 0.9× the plain client's throughput.
-2. nightly: `judge run examples/suites/nightly.yaml --suite nightly` at 1 s latency,
+2. nightly: `judge run examples/nightly.yaml --suite nightly` at 1 s latency,
    concurrency 100, whole process: wall time vs the limit items ÷ 100 × 1 s (target ≤ 1.5×).
 3. scale-out: the same work graded by 1 and by 4 `judge worker` processes (concurrency 10
    each, 1 s latency) sharing one PostgreSQL database: throughput ratio (target ≥ 3×).
@@ -48,7 +48,7 @@ from judge.testing.fakeserver import FakeProviderServer  # noqa: E402
 
 TAU = ROOT / "examples/data/tau-bench-airline/historical_trajectories/gpt-4o-airline.json"
 SCENARIO = ROOT / "examples/scenarios/tau-airline"
-NIGHTLY = ROOT / "examples/suites/nightly.yaml"
+NIGHTLY = ROOT / "examples/nightly.yaml"
 JUDGE = [str(Path(sys.executable).parent / "judge")]
 MODEL = "openai:bench-judge"
 
@@ -76,7 +76,7 @@ def all_calls_suite(tmp: Path) -> Path:
 
 def request_bodies(suite: Path, out: Path, name: str | None = None) -> int:
     """The chat requests judge sends for the suite's items (what the plain client sends)."""
-    plan = make_plan(suite, name)
+    plan = make_plan(suite, name, allow_outside=True)
     settings = Settings.load(environ={})
     checked = Checker(sources(plan, []), None).run()
     params = settings.model_params()
@@ -106,7 +106,7 @@ def judge_run(suite: Path, base_url: str, concurrency: int, tmp: Path, k: int,
     db = tmp / f"judge-{k}.db"
     env = {**os.environ, "OPENAI_BASE_URL": base_url}
     env.pop("JUDGE_DATABASE_URL", None)
-    wall, cpu, out = timed([*JUDGE, "run", str(suite), *extra, "--model", MODEL,
+    wall, cpu, out = timed([*JUDGE, "run", str(suite), "--allow-outside", *extra, "--model", MODEL,
                             "--concurrency", str(concurrency), "--no-progress", "--format",
                             "json", "--db", f"sqlite:///{db}"], env, tmp)
     summary = json.loads(out)
@@ -193,7 +193,7 @@ def workers_throughput(tmp: Path, n_workers: int, n_items: int, pg_url: str,
     """Items/s of `n_workers` worker processes, timed from enqueueing to the last verdict
     (the workers are started and polling first, so their start-up is not counted)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    plan = make_plan(all_calls_suite(tmp))
+    plan = make_plan(all_calls_suite(tmp), allow_outside=True)
     env = {**os.environ, "OPENAI_BASE_URL": base_url, "JUDGE_DATABASE_URL": pg_url}
     with open_store(pg_url) as store:
         run_id = store.save_run(suite="bench", config={"model": MODEL})

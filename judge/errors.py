@@ -12,6 +12,10 @@ class JudgeError(Exception):
         super().__init__(message)
         self.message = message
 
+    def lines(self) -> list[str]:
+        """What the CLI prints, one line each (one problem, one line)."""
+        return [self.message]
+
 
 class InputError(JudgeError):
     """Bad input: names the file, the line (JSONL) or path (YAML/JSON), and the field."""
@@ -30,13 +34,30 @@ class InputError(JudgeError):
         self.path = path
         self.field = field
         parts = []
-        if file:
+        if file:  # a name from undecodable bytes holds surrogates: shown as escapes
+            file = file.encode("utf-8", "backslashreplace").decode("utf-8")
             parts.append(file + (f":{line}" if line is not None else ""))
         if path:
             parts.append(path)
         if field:
             parts.append(f"field '{field}'")
         super().__init__(": ".join([*parts, message]))
+
+
+class InputErrors(InputError):
+    """Several independent problems with one input (e.g. every broken cross-reference of a
+    scenario); the CLI prints one line for each."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        if not errors:
+            raise ValueError("InputErrors needs at least one error")
+        self.errors = list(errors)
+        first = errors[0]
+        super().__init__(first.message if len(errors) == 1
+                         else f"{first.message} (and {len(errors) - 1} more problems)")
+
+    def lines(self) -> list[str]:
+        return [e.message for e in self.errors]
 
 
 class LedgerError(InputError):
@@ -52,6 +73,5 @@ class StoreError(JudgeError):
 
 
 class ProviderError(JudgeError):
-    """A provider failed in a way that is not retryable any more."""
-
-    exit_code = 1
+    """A provider failed in a way that is not retryable any more. Exit 2, like every failure
+    of judge's own: exit 1 means a veto or a failed gate and nothing else."""

@@ -100,8 +100,9 @@ class ItemView:
       superseded_turn). None when the prompt does not show that block.
     - `seq` and `turn` of the target, `ledger_keys` (the keys a fail may name),
       `slice_seqs` (the seqs it may cite): None when the prompt shows none of them.
-    - `rubric` and `kind` ("tool_call" or "summary") are always known. The item id is the
-      request's own (`JudgeRequest.item_id`), not part of what it shows.
+    - `rubric` and `kind` ("tool_call", "summary", "assistant" or "state_write") are always
+      known. The item id is the request's own (`JudgeRequest.item_id`), not part of what it
+      shows. `block(name)` reads any other block the prompt shows.
 
     Trace values are the scrubbed, fence-escaped text of the data blocks (JSON values parsed
     back); continuation lines are not indented (that is layout, not content). `parts(name)`
@@ -138,6 +139,11 @@ class ItemView:
     def ledger(self) -> dict[str, Any] | None:
         value: dict[str, Any] | None = self._parts("ledger")
         return value
+
+    def block(self, name: str) -> Any:
+        """Any other data block the prompt shows, by its template name (a reply item's
+        `unsupported`, `end_state`, `actions`); None when the prompt does not show it."""
+        return self._parts(name)
 
     def __repr__(self) -> str:
         return f"ItemView({self.rubric}, {self.kind}, seq {self.seq})"

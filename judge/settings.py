@@ -3,7 +3,7 @@
 The config file is `judge.toml` in the working directory, or the file named by JUDGE_CONFIG;
 its `[judge]` table takes the field names below (`model`, `base_url`, `timeout`, `retries`,
 `concurrency`, `rpm`, `seed`, `temperature`, `max_tokens`, `database_url`,
-`db_busy_timeout_ms`). API keys are read
+`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`). API keys are read
 from the environment only (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a file.
 """
 
@@ -41,12 +41,14 @@ ENV_VARS: dict[str, str] = {
     "OPENAI_API_KEY": "openai_api_key",
     "ANTHROPIC_API_KEY": "anthropic_api_key",
     "JUDGE_IDENTITY_PATTERNS": "identity_patterns",
+    "JUDGE_LABEL_CLOCK_SKEW_S": "label_clock_skew_s",
 }
 
 #: fields a config file may set (keys stay in the environment)
 FILE_FIELDS = frozenset({"model", "base_url", "openai_base_url", "timeout", "retries",
                          "concurrency", "rpm", "seed", "temperature", "max_tokens",
-                         "database_url", "db_busy_timeout_ms", "identity_patterns"})
+                         "database_url", "db_busy_timeout_ms", "identity_patterns",
+                         "label_clock_skew_s"})
 
 
 class Settings(BaseModel):
@@ -75,6 +77,8 @@ class Settings(BaseModel):
     #: regexes for candidate names never shown to a judge, beyond each trace's `candidate`
     #: (JUDGE_IDENTITY_PATTERNS is comma-separated; the config file takes a list)
     identity_patterns: tuple[str, ...] = ()
+    #: seconds an imported label's created_at may lie ahead of this machine's clock
+    label_clock_skew_s: float = Field(default=300.0, ge=0, le=86_400)
     #: the config file that was read, if any
     config_file: Path | None = None
 

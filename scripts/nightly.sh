@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/judge ] || ./scripts/setup.sh
 mkdir -p out
 set +e
-.venv/bin/judge run examples/suites/nightly.yaml --suite nightly --format json "$@" \
+.venv/bin/judge run examples/nightly.yaml --suite nightly --format json "$@" \
   > out/nightly.json
 status=$?
 set -e

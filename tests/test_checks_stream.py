@@ -17,7 +17,7 @@ from judge.checks.runner import Checker
 from judge.errors import InputError
 from judge.ledger import load_scenario
 from judge.trace import Trace
-from judge.trace.loader import iter_trace_streams
+from judge.trace.loader import iter_event_streams, iter_trace_streams
 from judge.trace.model import Event
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(0, 5),
@@ -62,13 +62,16 @@ def test_fast_path_accepts_and_rejects_exactly_what_the_model_does(
     p.write_text(json.dumps({"trace_id": "t"}) + "\n" + json.dumps(ev) + "\n")
     streams = iter_trace_streams(p)
     stream = next(streams)
+    data_streams = iter_event_streams(p)  # the same with events as dicts (kept alive: the
+    data = next(data_streams)  # generator owns the open file)
     if expected is None:
-        try:
-            list(stream.events)
-        except InputError as exc:
-            assert exc.line == 2 and exc.message.startswith(f"{p}:2")
-        else:
-            raise AssertionError(f"fast path accepted {ev!r}")
+        for events in (stream.events, data.events):
+            try:
+                list(events)
+            except InputError as exc:
+                assert exc.line == 2 and exc.message.startswith(f"{p}:2")
+            else:
+                raise AssertionError(f"fast path accepted {ev!r}")
     else:
         if expected.seq is not None and expected.seq < 1:
             return
@@ -79,6 +82,8 @@ def test_fast_path_accepts_and_rejects_exactly_what_the_model_does(
             expected.turn = 1 if expected.kind.value == "user" else 0
         assert got.model_dump() == expected.model_dump()
         assert got.model_fields_set == expected.model_fields_set
+        (as_dict,) = list(data.events)
+        assert {name: as_dict.get(name) for name in Event.model_fields} == vars(expected)
 
 
 SCENARIO = {
@@ -128,6 +133,12 @@ def test_stream_and_trace_reports_agree_and_the_veto_is_exact(
     streamed = run_checks(sc, next(streams))
     whole = run_checks(sc, Trace.model_validate({"trace_id": "t", "events": evs}))
     assert streamed.to_dict() == whole.to_dict()
+    # events as dicts (what `judge check` reads), streamed and on one line
+    dicts = iter_event_streams(p)
+    assert run_checks(sc, next(dicts)).to_dict() == whole.to_dict()
+    line = tmp_path / "line.jsonl"
+    line.write_text(json.dumps({"trace_id": "t", "events": evs}) + "\n")
+    assert run_checks(sc, next(iter_event_streams(line))).to_dict() == whole.to_dict()
     assert streamed.vetoed == any(f.safety_critical and not f.passed for f in whole.findings)
     assert 0.0 <= whole.quality_score <= 1.0
     assert (whole.quality_score == 1.0) == all(

@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
+from judge.cli import main as main_module
 from judge.cli.main import COMMANDS, app
 
 HEAVY = ("sqlalchemy", "sqlmodel", "numpy", "scipy", "sklearn", "openai", "anthropic",
@@ -98,7 +99,7 @@ def eager() -> Iterator[typer.Typer]:
                               pretty_exceptions_enable=False, add_completion=False,
                               help="Grade AI-agent trajectories with calibrated, model-blind "
                                    "LLM judges.")
-    application.callback()(lambda: None)
+    application.callback()(main_module._root)  # the root options (--debug)
     added: list[typer.Typer] = []
     for entry in COMMANDS:
         target = entry.load()

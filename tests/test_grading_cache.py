@@ -8,10 +8,11 @@ import pytest
 
 from judge.errors import StoreError
 from judge.grading.cache import JsonlCache, MemoryCache
-from judge.grading.keys import KeyMaker, cache_key
+from judge.grading.keys import KeyMaker, cache_key, normalize_endpoint
 from judge.providers.base import CallRecord, JudgeRequest, ModelParams
 
 SCHEMA = {"type": "object", "properties": {"label": {"type": "string"}}}
+HOST = "https://judge.example.com/v1"
 
 
 def request(content: str = "item 1", system: str = "You are a judge.") -> JudgeRequest:
@@ -25,22 +26,43 @@ def record(key: str, text: str = '{"label": "pass"}') -> CallRecord:
                       response_text=text, usage={"prompt_tokens": 3}, latency_s=0.25)
 
 
+def key(prompt: str = "sha256:a", model: str = "openai:x", params: ModelParams | None = None,
+        req: JudgeRequest | None = None, endpoint: str = HOST) -> str:
+    return cache_key(prompt, model, params or ModelParams(), req or request(),
+                     endpoint=endpoint)
+
+
 def test_key_is_stable_and_depends_on_every_part() -> None:
-    base = cache_key("sha256:a", "openai:x", ModelParams(), request())
-    assert base == cache_key("sha256:a", "openai:x", ModelParams(), request())
+    base = key()
+    assert base == key()
     assert base.startswith("sha256:") and len(base) == 7 + 64
     variants = {
-        cache_key("sha256:b", "openai:x", ModelParams(), request()),
-        cache_key("sha256:a", "openai:y", ModelParams(), request()),
-        cache_key("sha256:a", "openai:x", ModelParams(temperature=0.5), request()),
-        cache_key("sha256:a", "openai:x", ModelParams(seed=1), request()),
-        cache_key("sha256:a", "openai:x", ModelParams(), request(content="item 2")),
-        cache_key("sha256:a", "openai:x", ModelParams(), request(system="Other.")),
+        key(prompt="sha256:b"),
+        key(model="openai:y"),
+        key(params=ModelParams(temperature=0.5)),
+        key(params=ModelParams(seed=1)),
+        key(req=request(content="item 2")),
+        key(req=request(system="Other.")),
     }
     other_schema = JudgeRequest(item_id="t#1:r", system="You are a judge.",
                                 messages=request().messages, schema={"type": "object"})
-    variants.add(cache_key("sha256:a", "openai:x", ModelParams(), other_schema))
+    variants.add(key(req=other_schema))
     assert base not in variants and len(variants) == 7
+
+
+def test_key_depends_on_the_endpoint() -> None:
+    """Another server under the same model name is another judge (issue 9): its replies
+    are never served for this one. Spellings of one endpoint are one endpoint."""
+    others = {key(endpoint=e) for e in ("http://localhost:8000/v1", "https://other.example/v1",
+                                        "https://judge.example.com/v2", "")}
+    assert key() not in others and len(others) == 4
+    same = {key(endpoint=e) for e in ("https://JUDGE.example.com/v1/",
+                                      "https://judge.example.com:443/v1",
+                                      "https://user:secret@judge.example.com/v1")}
+    assert same == {key()}
+    assert normalize_endpoint("HTTP://[::1]:8080/v1/") == "http://[::1]:8080/v1"
+    assert normalize_endpoint("https://u:p@h.example/v1#x") == "https://h.example/v1"
+    assert normalize_endpoint(None) == "" and normalize_endpoint("  ") == ""
 
 
 def test_key_cannot_be_forged_by_moving_text_between_messages() -> None:
@@ -48,13 +70,13 @@ def test_key_cannot_be_forged_by_moving_text_between_messages() -> None:
                      messages=({"role": "user", "content": "ab"}, {"role": "user", "content": "c"}))
     b = JudgeRequest(item_id="i", system="s", schema=SCHEMA,
                      messages=({"role": "user", "content": "a"}, {"role": "user", "content": "bc"}))
-    km = KeyMaker("p", "m", ModelParams(), SCHEMA)
+    km = KeyMaker("p", "m", ModelParams(), SCHEMA, endpoint=HOST)
     assert km.key(a) != km.key(b)
 
 
 def test_key_ignores_item_id() -> None:
     # the same rendered input is the same call, whatever item asked for it
-    km = KeyMaker("p", "m", ModelParams(), SCHEMA)
+    km = KeyMaker("p", "m", ModelParams(), SCHEMA, endpoint=HOST)
     other = JudgeRequest(item_id="u#9:r", system="You are a judge.",
                          messages=request().messages, schema=SCHEMA)
     assert km.key(request()) == km.key(other)

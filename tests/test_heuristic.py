@@ -192,3 +192,33 @@ async def test_heuristic_needs_the_blocks_it_reads(tmp_path: Path,
     with pytest.raises(ProviderFailure, match="needs the prompt to show the ledger") as exc:
         await HeuristicProvider().generate(render(load_prompt(item.rubric), item))
     assert exc.value.retryable is False
+
+
+# Every heuristic fail over the example traces (all mapped rubrics). With the ledger before
+# the event, the retried refund of composite-refund-receipt (seq 10, the same turn as the
+# first refund) is caught too: the old turn-end ledger hid it behind a workaround.
+EXAMPLE_FAILS = {
+    "address-change-packed/fail-stale-address#8:scope_fidelity": "newAddress",
+    "address-change-shipped/lossy-handoff#6:summary_fidelity": "newAddress",
+    "browser-correction/fail-stale-browser#19:scope_fidelity": "browser",
+    "composite-refund-receipt/fail-refund-retried#10:scope_fidelity": "refundOnce",
+    "refund-once/fail-second-refund#10:scope_fidelity": "refundOnce",
+    "test-account-compaction/fail-second-account#25:summary_fidelity": "oneTestAccount",
+    "test-account-compaction/fail-second-account#30:scope_fidelity": "oneTestAccount",
+    "grocery-memory/fail-stale-memory#5:memory_fidelity": "groceryList",
+    "grocery-memory/invented-order-details#9:reply_fidelity": "orderPlaced",
+}
+
+
+async def test_heuristic_fails_exactly_the_known_bad_example_items() -> None:
+    fails: dict[str, str | None] = {}
+    n = 0
+    for sd in sorted(d for d in SCENARIOS.iterdir() if d.is_dir()):
+        for tp in sorted(sd.glob("*.json")):
+            for item in _items(sd.name, tp.name):
+                n += 1
+                raw, _ = await _judge(item)
+                if raw["label"] == "fail":
+                    fails[item.item_id] = raw["violated_key"]
+    assert fails == EXAMPLE_FAILS
+    assert n >= 80

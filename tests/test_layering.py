@@ -35,6 +35,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "ledger": _PRE_JUDGE | {"checks", "importers"},
     "checks": _PRE_JUDGE | {"importers"},
     "importers": _PRE_JUDGE | {"checks", "ledger"},
+    "drafting": _PRE_JUDGE,  # judge init: traces -> a draft scenario; no judge, no database
+    "pytest_plugin": _PRE_JUDGE,  # deterministic checks only
     "items": _PRE_JUDGE - {"items"},
     "request": _EVERYTHING,
     "redaction": _EVERYTHING - {"request"},  # the adapter takes the settings' Redaction type
@@ -69,6 +71,8 @@ for _unit in FORBIDDEN:
         FORBIDDEN[_unit] = FORBIDDEN[_unit] | {"cli"}  # nothing imports the CLI
     if _unit != "testing":
         FORBIDDEN[_unit] = FORBIDDEN[_unit] | {"testing"}  # production code never imports it
+    if _unit != "pytest_plugin":
+        FORBIDDEN[_unit] = FORBIDDEN[_unit] | {"pytest_plugin"}  # only pytest loads it
     FORBIDDEN[_unit] = FORBIDDEN[_unit] - {_unit}
 
 _MODULE_PATH = re.compile(r"^judge(\.[A-Za-z_]\w*)+$")

@@ -24,8 +24,9 @@ from judge.store.migrations import MIGRATIONS, migrate
 
 #: Every migration, in order. A new migration is added here and to EXPECTED / ADDED_BY.
 NAMES = ["0001_initial_schema", "0002_verdicts_item_run_index", "0003_grading_work",
-         "0004_drop_redundant_indexes", "0005_render_memo",
-         "0006_annotator_tokens_and_reveals"]
+         "0004_drop_redundant_indexes", "0005_render_memo", "0006_label_import_key",
+         "0007_provider_call_validity",
+         "0008_annotator_tokens_and_reveals"]
 
 #: The schema after the last migration. Column types are the words of TYPES; "serial" is an
 #: autoincrement integer id. `unique` maps PostgreSQL's constraint name to its columns (SQLite
@@ -99,6 +100,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "latency_s": "float NOT NULL",
             "raw": "json NOT NULL",
             "created_at": "time NOT NULL",
+            "invalid_reason": "text",
         },
         "primary_key": "cache_key",
         "indexes": {"ix_provider_calls_item_id": "item_id"},
@@ -158,11 +160,13 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "note": "text",
             "meta": "json NOT NULL",
             "fingerprint": "text NOT NULL",
+            "import_key": "text",
         },
         "primary_key": "id",
         "unique": {"labels_fingerprint_key": "fingerprint"},
         "indexes": {"ix_labels_item_annotator": "item_id, annotator",
-                    "ix_labels_annotator": "annotator"},
+                    "ix_labels_annotator": "annotator",
+                    "ux_labels_import_key": "UNIQUE import_key"},
     },
     "review_queue": {
         "columns": {
@@ -259,13 +263,18 @@ SERIAL_DEFAULT = {"sqlite": "", "postgresql": " DEFAULT nextval('{table}_id_seq'
 PREDICATES = {"sqlite": {"state = 'claimed'": "state = 'claimed'"},
               "postgresql": {"state = 'claimed'": "state::text = 'claimed'::text"}}
 
-#: What each migration after the first added (0001 made every other table and index).
+#: What each migration after the first added (0001 made every other table and index):
+#: (table, None) a table, (table, index) an index, (table, "column:NAME") a column.
 ADDED_BY = {
     "0002_verdicts_item_run_index": [("verdicts", "ix_verdicts_item_created")],
     "0003_grading_work": [("grading_work", None)],
     "0004_drop_redundant_indexes": [("review_queue", "ix_queue_lease_claimed")],
     "0005_render_memo": [("render_memo", None)],
-    "0006_annotator_tokens_and_reveals": [("annotator_tokens", None), ("label_reveals", None)],
+    "0006_label_import_key": [("labels", "column:import_key"),
+                              ("labels", "ux_labels_import_key")],
+    "0007_provider_call_validity": [("provider_calls", "column:invalid_reason")],
+    "0008_annotator_tokens_and_reveals": [("annotator_tokens", None),
+                                          ("label_reveals", None)],
 }
 
 #: Indexes that the released 0001 made while tables.py still declared them; 0004 drops them.
@@ -284,6 +293,8 @@ def expected(dialect: str, stop_before: str | None = None) -> dict[str, dict[str
             for table, index in ADDED_BY[name]:
                 if index is None:
                     del want[table]
+                elif index.startswith("column:"):
+                    del want[table]["columns"][index.removeprefix("column:")]
                 else:
                     del want[table]["indexes"][index]
     words = TYPES[dialect]
@@ -365,7 +376,7 @@ def fill(e: Engine, stop_before: str) -> dict[str, tuple[Any, ...]]:
     with e.begin() as conn:
         for table in ["runs", *sorted(set(have) - {"runs", "judge_migrations"})]:
             cols = [c for c, d in EXPECTED[table]["columns"].items()
-                    if not d.startswith("serial")]
+                    if not d.startswith("serial") and c in have[table]["columns"]]
             params = {c: VALUES[EXPECTED[table]["columns"][c].split()[0]] for c in cols}
             if conn.dialect.name == "sqlite":
                 params = {c: v.replace(tzinfo=None) if isinstance(v, datetime) else v
@@ -376,12 +387,15 @@ def fill(e: Engine, stop_before: str) -> dict[str, tuple[Any, ...]]:
     return rows
 
 
-def read_rows(e: Engine, wanted: dict[str, tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:
+def read_rows(e: Engine, wanted: dict[str, tuple[Any, ...]],
+              stop_before: str | None = None) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of the tables of `wanted`, in the columns they had before `stop_before`."""
+    have = expected("sqlite", stop_before)
     got = {}
     with e.connect() as conn:
         for table in wanted:
             cols = [c for c, d in EXPECTED[table]["columns"].items()
-                    if not d.startswith("serial")]
+                    if not d.startswith("serial") and c in have[table]["columns"]]
             got[table] = [tuple(r) for r in conn.exec_driver_sql(
                 f"SELECT {', '.join(cols)} FROM {table}")]
     return got
@@ -394,12 +408,12 @@ def test_migrate_from_every_older_version(engine: Engine, stop_before: str) -> N
     assert applied_names(engine) == older
     assert read_schema(engine) == expected(engine.dialect.name, stop_before)
     rows = fill(engine, stop_before)
-    before = read_rows(engine, rows)
+    before = read_rows(engine, rows, stop_before)
 
     assert migrate(engine) == NAMES[len(older):]
     assert read_schema(engine) == expected(engine.dialect.name)
     assert applied_names(engine) == NAMES
-    assert read_rows(engine, rows) == before  # every row kept as it was
+    assert read_rows(engine, rows, stop_before) == before  # every row kept as it was
     assert all(len(v) == 1 for v in before.values()) and len(before) >= 10
 
 
@@ -414,11 +428,11 @@ def test_migrate_from_released_first_schema(engine: Engine, stop_before: str) ->
     assert {"ix_verdicts_item_id"} <= set(old["verdicts"]["indexes"])
     assert {"ix_queue_lease", "ix_review_queue_rubric"} <= set(old["review_queue"]["indexes"])
     rows = fill(engine, stop_before)
-    before = read_rows(engine, rows)
+    before = read_rows(engine, rows, stop_before)
     store = open_store(engine.url.render_as_string(hide_password=False))
     try:
         assert read_schema(store.engine) == expected(engine.dialect.name)
-        assert read_rows(store.engine, rows) == before
+        assert read_rows(store.engine, rows, stop_before) == before
         assert store.get_run("x") is not None  # the store reads what was there
     finally:
         store.close()

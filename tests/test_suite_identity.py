@@ -30,7 +30,7 @@ def test_identity_patterns_from_settings_are_scrubbed(tmp_path: Path) -> None:
         '[judge]\nidentity_patterns = ["acmebot-\\\\d+", "zz-ultra\\\\S*"]\n')
     with FakeProviderServer() as srv:
         result = CliRunner().invoke(app, [
-            "run", str(suite), "--model", "openai:fake-judge", "--db",
+            "run", str(suite), "--allow-outside", "--model", "openai:fake-judge", "--db",
             f"sqlite:///{tmp_path / 'j.db'}"], env={"OPENAI_BASE_URL": srv.openai_base_url})
         assert result.exit_code in (0, 1), result.stderr
         bodies = [json.dumps(r.body) for r in srv.generations()]

@@ -11,7 +11,12 @@ from pydantic import ValidationError
 
 from judge.errors import InputError
 from judge.trace import Event, Trace, fast, iter_traces
-from judge.trace.fast import parse_trace_json, validate_event_json
+from judge.trace.fast import (
+    parse_trace_data,
+    parse_trace_json,
+    validate_event_data_json,
+    validate_event_json,
+)
 from judge.trace.loader import iter_trace_streams
 from judge.trace.model import ALLOWED_FIELDS, KIND_ALIASES, EventKind
 
@@ -69,6 +74,43 @@ def test_streamed_trace(tmp_path: Path) -> None:
     assert sum(1 for _ in first.events) == 50
     second = next(streams)
     assert second.header.trace_id == "t/1"
+
+
+def test_lines_end_as_in_text_mode_and_blank_lines_are_skipped(tmp_path: Path) -> None:
+    """LF, CRLF and a lone CR end a line; a line of (Unicode) white space is blank."""
+    p = tmp_path / "t.jsonl"
+    header = json.dumps({"trace_id": "s"})
+    event = json.dumps({"kind": "user", "text": "hi"})
+    text = (json.dumps(TRACE) + "\r\n \u3000\n\x1c\r" + header + "\r" + event + "\n\u2028\n"
+            + event + "\r\n" + json.dumps(TRACE) + "\r{bad\r" + json.dumps(TRACE))
+    p.write_bytes(text.encode())
+    errors: list[InputError] = []
+    traces = list(iter_traces(p, errors))
+    assert [t.trace_id for t in traces] == ["t/1", "s", "t/1", "t/1"]
+    assert [e.text for e in traces[1].events] == ["hi", "hi"]
+    assert [e.message for e in errors] == [
+        f"{p}:9: malformed JSON (Expecting property name enclosed in double quotes at column 2)"]
+
+
+def test_a_line_that_is_not_utf8_is_one_error_and_reading_goes_on(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    whole = json.dumps(TRACE).encode()
+    header = json.dumps({"trace_id": "s"}).encode()
+    event = json.dumps({"kind": "user", "text": "hi"}).encode()
+    p.write_bytes(b"\n".join([
+        whole,
+        whole.replace(b'"hi"', b'"h\xffi"'),  # a whole trace: the fast path refuses it
+        b'{"trace_id": "x\xc3"}',  # not a whole trace
+        header, event, event.replace(b"hi", b"\xe9t\xe9"), event,  # the trace is lost
+        header, event,
+        whole,
+    ]) + b"\n")
+    errors: list[InputError] = []
+    traces = list(iter_traces(p, errors))
+    assert [t.trace_id for t in traces] == ["t/1", "s", "t/1"]
+    assert [e.line for e in errors] == [2, 3, 6]
+    assert all("not UTF-8 text (invalid" in e.message for e in errors)
+    assert errors[0].message.startswith(f"{p}:2: not UTF-8 text (invalid start byte at byte ")
 
 
 # --- the whole-trace fast path (judge.trace.fast) against the model -------------------------
@@ -206,6 +248,27 @@ def test_fast_trace_path_accepts_only_what_the_model_accepts_and_builds_the_same
         assert got.model_fields_set == want.model_fields_set
 
 
+@settings(max_examples=600, deadline=None)
+@given(trace=raw_trace())
+def test_dict_trace_path_accepts_what_the_fast_path_does_and_builds_the_same(
+        trace: Any) -> None:
+    """`parse_trace_data` (events as dicts, what the checks read) against the models."""
+    text = json.dumps(trace)
+    models = parse_trace_json(text)
+    data = parse_trace_data(text)
+    assert (data is None) == (models is None), trace
+    if data is None or models is None:
+        return
+    header, events = data
+    assert header.model_dump() == models.model_dump(exclude={"events"})
+    assert len(events) == len(models.events)
+    for got, want in zip(events, models.events, strict=True):
+        # the fields the input gave (and seq/turn, filled), as the model holds them
+        assert set(got) == want.model_fields_set, (got, want)
+        assert {name: got.get(name) for name in Event.model_fields} == vars(want)
+        assert got["kind"] is want.kind
+
+
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces=st.lists(raw_trace().filter(lambda t: "events" in t), min_size=1, max_size=4))
@@ -227,6 +290,7 @@ def test_fast_trace_path_takes_ordinary_traces() -> None:
     built = (fast._validate_json, validate_event_json)
     models = (Trace.__pydantic_validator__, Event.__pydantic_validator__)
     assert all(getattr(b, "__self__", None) is not m for b, m in zip(built, models, strict=True))
+    assert fast._data is not None  # and the ones to dicts
     assert parse_trace_json(json.dumps(TRACE)) is not None
     examples = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     traces = sorted(examples.glob("*/*.json"))
@@ -262,3 +326,20 @@ def test_fast_event_path_accepts_only_what_the_model_accepts(ev: Any) -> None:
         assert want is not None, f"fast path accepted what the model refuses: {ev!r}"
         assert got.model_dump() == want.model_dump()
         assert got.model_fields_set == want.model_fields_set
+    try:
+        data: dict[str, Any] | None = dict(validate_event_data_json(json.dumps(ev)))
+    except ValidationError:
+        data = None
+    assert (data is None) == (got is None), ev
+    if data is not None and got is not None:
+        assert set(data) == got.model_fields_set
+        assert {name: data.get(name) for name in Event.model_fields} == vars(got)
+
+
+def test_an_unreadable_path_is_one_error(tmp_path: Path) -> None:
+    for name in ("dir.jsonl", "dir.json"):
+        (tmp_path / name).mkdir()
+        errors: list[InputError] = []
+        assert list(iter_traces(tmp_path / name, errors)) == []
+        assert [e.message for e in errors] == [
+            f"{tmp_path / name}: cannot read the file (Is a directory)"]

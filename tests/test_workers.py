@@ -48,7 +48,8 @@ def test_four_workers_one_killed_finish_every_item_once(tmp_path: Path, pg_url: 
                "JUDGE_DATABASE_URL": pg_url}
         cmd = [sys.executable, "-m", "judge.cli.main"]
         coordinator = subprocess.Popen(
-            [*cmd, "run", str(suite), "--model", "openai:fake-judge", "--distributed",
+            [*cmd, "run", str(suite), "--allow-outside", "--model", "openai:fake-judge",
+             "--distributed",
              "--no-local-worker", "--format", "json", "--no-progress"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
         deadline = time.monotonic() + 120

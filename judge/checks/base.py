@@ -1,5 +1,9 @@
 """The shape of a check: `on_event(event, ctx)` per event, `finish(ctx)` at the end.
 
+Events come as `EventData` dicts (`ev["kind"]`, `ev["seq"]`, `ev["turn"]`; the other fields
+by `ev.get(...)`, absent when the input did not give them): cheaper to build and to read
+than `Event` models; a validated `Event` is checked through `vars(event)`.
+
 Each check keeps at most `MAX_FINDINGS` failures (the rest are counted, not stored) so a
 runaway trace cannot grow memory. A configured check that found nothing reports one passed
 finding, so every report says what was checked.
@@ -12,7 +16,7 @@ from collections.abc import Callable
 from judge.checks.context import CheckContext, remember
 from judge.checks.report import Finding
 from judge.ledger.scenario import Sensitivity, Severity
-from judge.trace.model import Event, EventKind
+from judge.trace.model import EventData, EventKind
 
 MAX_FINDINGS = 100
 
@@ -27,6 +31,11 @@ def where(turn: int | None, seq: int | None) -> str:
     if seq is None:
         return f"at turn {turn}" if turn is not None else "over the trace"
     return f"at turn {turn} (seq {seq})"
+
+
+def where_of(ev: EventData) -> str:
+    """`where` an event is."""
+    return where(ev["turn"], ev["seq"])
 
 
 class Check:
@@ -52,10 +61,10 @@ class Check:
         runner skips the others); an answer from the scenario alone, never the trace."""
         return True
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
+    def on_event(self, ev: EventData, ctx: CheckContext) -> None:
         """Look at one event of `kinds` (the context reflects everything before it)."""
 
-    def hook(self, kind: EventKind) -> Callable[[Event, CheckContext], None]:
+    def hook(self, kind: EventKind) -> Callable[[EventData, CheckContext], None]:
         """What the runner calls for an event of `kind`: `on_event`, unless a check that
         looks at several kinds has one method per kind."""
         return self.on_event

@@ -10,11 +10,11 @@ A read is a call to a tool in `read_tools` (or, when that list is empty, any too
 
 from __future__ import annotations
 
-from judge.checks.base import Check, where
+from judge.checks.base import Check, where_of
 from judge.checks.context import CheckContext, remember
 from judge.checks.matching import any_glob, canonical_call
 from judge.ledger.scenario import Severity
-from judge.trace.model import Event, EventKind
+from judge.trace.model import EventData, EventKind
 
 MAX_DISTINCT_CALLS = 200_000
 
@@ -42,20 +42,20 @@ class Budgets(Check):
         return (b.max_steps is not None or b.max_identical_calls is not None
                 or b.max_reads_after_completion is not None)
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        tool = ev.tool or ""
+    def on_event(self, ev: EventData, ctx: CheckContext) -> None:
+        tool = ev.get("tool") or ""
         self.steps += 1
         limit = self._max_steps
         if limit is not None and self.steps == limit + 1:
             self.fail(f"step budget of {limit} tool calls exceeded by `{tool}` "
-                      f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
+                      f"{where_of(ev)}", seq=ev["seq"], turn=ev["turn"])
         limit = self._max_identical
         if limit is not None:
             exempt = self._exempt.get(tool)
             if exempt is None:
                 exempt = remember(self._exempt, tool, any_glob(tool, self._exempt_globs))
             if not exempt:
-                h = canonical_call(tool, ev.args)
+                h = canonical_call(tool, ev.get("args"))
                 counts = self.counts
                 n = counts.get(h, 0) + 1
                 counts[h] = n
@@ -63,15 +63,15 @@ class Budgets(Check):
                     del counts[next(iter(counts))]  # forget the oldest distinct call
                 if n == limit + 1:
                     self.fail(f"identical `{tool}` call repeated {n} times (budget "
-                              f"{limit}) {where(ev.turn, ev.seq)}",
-                              seq=ev.seq, turn=ev.turn)
+                              f"{limit}) {where_of(ev)}",
+                              seq=ev["seq"], turn=ev["turn"])
         limit = self._max_reads
         if limit is not None and ctx.complete_at is not None and self._is_read(tool, ctx):
             self.reads_after += 1
             if self.reads_after == limit + 1:
                 self.fail(f"{self.reads_after} reads after completion (budget "
                           f"{limit}), `{tool}` "
-                          f"{where(ev.turn, ev.seq)}", seq=ev.seq, turn=ev.turn)
+                          f"{where_of(ev)}", seq=ev["seq"], turn=ev["turn"])
 
     def _is_read(self, tool: str, ctx: CheckContext) -> bool:
         read = self._read.get(tool)

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from judge.checks.base import Check, where
+from judge.checks.base import Check, where, where_of
 from judge.checks.context import CheckContext, remember
 from judge.checks.matching import any_regex, arg_matches, glob_match
 from judge.ledger.scenario import Severity
-from judge.trace.model import Event, EventKind
+from judge.trace.model import EventData, EventKind
 
 
 def completion_summary(ctx: CheckContext) -> dict[str, Any]:
@@ -85,28 +85,28 @@ class PostCompletionMutation(Check):
                     and any(glob_match(tool, t) for t in self._mutating))))
         return wanted
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
+    def on_event(self, ev: EventData, ctx: CheckContext) -> None:
         comp = ctx.rules.completion
         assert comp is not None
-        tool = ev.tool or ""
-        args = ev.args or {}
+        tool = ev.get("tool") or ""
+        args = ev.get("args") or {}
         for g in ctx.subgoals:
             held = ctx.subgoal_held.get(g.key)
             if held is None or g.retry_allowed or not glob_match(tool, g.tool):
                 continue
             if g.args and not all(arg_matches(m, args, ctx.ledger_at()) for m in g.args):
                 continue
-            self.fail(f"`{tool}` called again {where(ev.turn, ev.seq)} after `{g.key}` was "
+            self.fail(f"`{tool}` called again {where_of(ev)} after `{g.key}` was "
                       f"already achieved at turn {held.turn} (seq {held.seq})",
-                      key=g.key, seq=ev.seq, turn=ev.turn)
+                      key=g.key, seq=ev["seq"], turn=ev["turn"])
             return
         done = ctx.complete_at
         if done is None or any(glob_match(tool, t) for t in comp.allowed_after):
             return
         if any(glob_match(tool, t) for t in ctx.rules.mutating_tools):
-            self.fail(f"mutating `{tool}` called {where(ev.turn, ev.seq)} after the task was "
+            self.fail(f"mutating `{tool}` called {where_of(ev)} after the task was "
                       f"complete at turn {done.turn} (seq {done.seq})",
-                      seq=ev.seq, turn=ev.turn)
+                      seq=ev["seq"], turn=ev["turn"])
 
     def pass_message(self, ctx: CheckContext) -> str:
         return "no mutation after completion"
@@ -129,12 +129,12 @@ class SuccessClaims(Check):
         comp = ctx.rules.completion
         return comp is not None and bool(comp.success_claims)
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        if ctx.complete_at is not None or ev.kind is not EventKind.ASSISTANT:
+    def on_event(self, ev: EventData, ctx: CheckContext) -> None:
+        if ctx.complete_at is not None or ev["kind"] is not EventKind.ASSISTANT:
             return
-        if self._claims(ev.text or ""):
-            self.fail(f"assistant claims success {where(ev.turn, ev.seq)} before the task "
-                      "was complete", seq=ev.seq, turn=ev.turn)
+        if self._claims(ev.get("text") or ""):
+            self.fail(f"assistant claims success {where_of(ev)} before the task "
+                      "was complete", seq=ev["seq"], turn=ev["turn"])
 
     def pass_message(self, ctx: CheckContext) -> str:
         return "no success claimed before completion"

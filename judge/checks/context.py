@@ -24,15 +24,15 @@ from judge.checks.matching import (
     MISSING,
     any_glob,
     arg_matches,
-    carries,
     get_path,
     glob_match,
     result_matches,
+    text_carrier,
 )
 from judge.ledger.loader import LoadedScenario
 from judge.ledger.reducer import LedgerSnapshot
 from judge.ledger.scenario import EntryClass, SubGoal
-from judge.trace.model import Event, EventKind
+from judge.trace.model import EventData, EventKind
 
 MAX_LOOKUP_VALUES = 100_000
 MAX_SCALARS_PER_RESULT = 5_000
@@ -92,7 +92,7 @@ class CheckContext:
         self.seq = 0
         self.events = 0
         self.last_turn_seen: int | None = None
-        self.last_assistant_event: Event | None = None
+        self.last_assistant_event: EventData | None = None
         # completion
         self.subgoals: list[SubGoal] = list(self.rules.completion.all_of
                                             if self.rules.completion else [])
@@ -112,7 +112,7 @@ class CheckContext:
         self.state_writes: dict[str, At] = {}
 
     @property
-    def after(self) -> dict[EventKind, Callable[[Event, CheckContext], None]]:
+    def after(self) -> dict[EventKind, Callable[[EventData, CheckContext], None]]:
         """What the context records after the checks saw an event, for the kinds it records
         anything of (a new dict each time: the context keeps no references to its own
         methods, so it is freed by reference counting alone, without the cycle collector)."""
@@ -126,7 +126,9 @@ class CheckContext:
     def last_assistant(self) -> tuple[At, str] | None:
         """Where the agent last spoke, and what it said."""
         ev = self.last_assistant_event
-        return None if ev is None else (At(ev.turn or 0, ev.seq or 0), ev.text or "")
+        if ev is None:
+            return None
+        return At(ev["turn"] or 0, ev["seq"] or 0), ev.get("text") or ""
 
     # -- ledger ------------------------------------------------------------------------
     def ledger_at(self, turn: int | None = None) -> LedgerSnapshot:
@@ -160,62 +162,64 @@ class CheckContext:
         return e is not None and e.status == "completed"
 
     # -- event bookkeeping -------------------------------------------------------------
-    def begin(self, ev: Event) -> None:
+    def begin(self, ev: EventData) -> None:
         """Move to an event (the runner inlines this in its loop)."""
-        self.turn = ev.turn or 0
-        self.seq = ev.seq or 0
+        self.turn = ev["turn"] or 0
+        self.seq = ev["seq"] or 0
         self.events += 1
 
-    def end(self, ev: Event) -> None:
+    def end(self, ev: EventData) -> None:
         """Record an event after the checks saw it (the runner calls `after[kind]`)."""
-        record = self.after.get(ev.kind)
+        record = self.after.get(ev["kind"])
         if record is not None:
             record(ev, self)
 
-    def after_call(self, ev: Event, _: CheckContext | None = None) -> None:
+    def after_call(self, ev: EventData, _: CheckContext | None = None) -> None:
         if self.complete_at is not None:
             self.post_completion_actions += 1
             return  # nothing left to complete: results need not be matched to calls
-        tool = ev.tool or ""
+        tool = ev.get("tool") or ""
         wanted = self._subgoal_tools.get(tool)
         if wanted is None:
             wanted = remember(self._subgoal_tools, tool,
                               any(glob_match(tool, g.tool) for g in self.subgoals))
         if not wanted:
             return  # only a sub-goal's result needs its call (for argument matchers)
-        call = Call(tool, ev.args or {}, At(self.turn, self.seq))
-        if ev.call_id is not None:
+        call = Call(tool, ev.get("args") or {}, At(self.turn, self.seq))
+        call_id = ev.get("call_id")
+        if call_id is not None:
             pending = self._pending
-            pending[ev.call_id] = call
+            pending[call_id] = call
             if len(pending) > MAX_PENDING:
                 pending.popitem(last=False)
         self._last_call[call.tool] = call
 
-    def after_result(self, ev: Event, _: CheckContext | None = None) -> None:
+    def after_result(self, ev: EventData, _: CheckContext | None = None) -> None:
         if self.complete_at is not None and not self.rules.lookups:
             return  # nothing a result could still change
         self._on_result(ev)
 
-    def after_assistant(self, ev: Event, _: CheckContext | None = None) -> None:
+    def after_assistant(self, ev: EventData, _: CheckContext | None = None) -> None:
         self.last_assistant_event = ev
 
-    def after_summary(self, ev: Event, _: CheckContext | None = None) -> None:
+    def after_summary(self, ev: EventData, _: CheckContext | None = None) -> None:
         self._on_summary(ev, At(self.turn, self.seq))
 
-    def after_state_write(self, ev: Event, _: CheckContext | None = None) -> None:
+    def after_state_write(self, ev: EventData, _: CheckContext | None = None) -> None:
         self._on_state_write(ev, At(self.turn, self.seq))
 
-    def call_for(self, ev: Event) -> Call | None:
+    def call_for(self, ev: EventData) -> Call | None:
         """The call a result answers: by `call_id`, else the nearest preceding call of it."""
-        if ev.call_id is not None and ev.call_id in self._pending:
-            return self._pending.pop(ev.call_id)
-        return self._last_call.get(ev.tool or "")
+        call_id = ev.get("call_id")
+        if call_id is not None and call_id in self._pending:
+            return self._pending.pop(call_id)
+        return self._last_call.get(ev.get("tool") or "")
 
-    def _on_result(self, ev: Event) -> None:
+    def _on_result(self, ev: EventData) -> None:
         call = self.call_for(ev) if self.complete_at is None else None
-        if ev.error is not None:
+        if ev.get("error") is not None:
             return  # a failed or timed-out result completes nothing and proves nothing
-        tool = ev.tool or ""
+        tool = ev.get("tool") or ""
         rules = self._lookup_rules.get(tool)
         if rules is None:
             rules = remember(self._lookup_rules, tool, [
@@ -224,8 +228,9 @@ class CheckContext:
         if not rules and (self.complete_at is not None or not self.subgoals):
             return
         at = At(self.turn, self.seq)
+        result = ev.get("result")
         for i in rules:
-            self._record_lookup(i, ev.result, self.rules.lookups[i].result_path, at)
+            self._record_lookup(i, result, self.rules.lookups[i].result_path, at)
         if self.complete_at is not None or not self.subgoals:
             return
         args = call.args if call is not None else {}
@@ -235,7 +240,7 @@ class CheckContext:
                 continue
             if g.args and (call is None or not all(arg_matches(m, args, snap) for m in g.args)):
                 continue
-            if all(result_matches(m, ev.result) for m in g.result):
+            if all(result_matches(m, result) for m in g.result):
                 self.subgoal_held[g.key] = at
         if len(self.subgoal_held) == len(self.subgoals):
             self.complete_at = at
@@ -268,34 +273,37 @@ class CheckContext:
             elif isinstance(cur, list | tuple):
                 push_all(cur)
 
-    def _on_summary(self, ev: Event, at: At) -> None:
-        if (ev.reason or "").strip().lower() != "compaction":
+    def _on_summary(self, ev: EventData, at: At) -> None:
+        if (ev.get("reason") or "").strip().lower() != "compaction":
             return
-        text = ev.text or ""
+        text = ev.get("text") or ""
+        low = text.lower() if text.isascii() else None
         for key, entry in self.ledger_at().entries.items():
             if entry.status != "active" or entry.since_turn > at.turn:
                 continue
-            if carries(text, entry):
+            if text_carrier(entry)(text, low):
                 self.lost.pop(key, None)
             else:
                 self.lost[key] = at
 
-    def _on_state_write(self, ev: Event, at: At) -> None:
-        if ev.key is None:
+    def _on_state_write(self, ev: EventData, at: At) -> None:
+        written = ev.get("key")
+        if written is None:
             return
-        self.state_writes[ev.key] = at
+        self.state_writes[written] = at
         if len(self.state_writes) > 10_000:
             self.state_writes.pop(next(iter(self.state_writes)))
         if not self.lost:
             return
         snap = self.ledger_at()
-        value = ev.value if isinstance(ev.value, str) else json.dumps(ev.value, default=str)
-        text = f"{ev.key} {value}"
+        value = ev.get("value")
+        text = f"{written} {value if isinstance(value, str) else json.dumps(value, default=str)}"
+        low = text.lower() if text.isascii() else None
         for key in list(self.lost):
             entry = snap.entries.get(key)
             if entry is None:
                 continue
-            if (ev.key == key and ev.value == entry.value) or carries(text, entry):
+            if (written == key and value == entry.value) or text_carrier(entry)(text, low):
                 del self.lost[key]
 
     def tool_matches(self, tool: str, patterns: list[str]) -> bool:

@@ -268,21 +268,31 @@ def value_phrases(value: Any) -> list[str]:
 
 def carries(text: str, entry: Entry) -> bool:
     """Does `text` carry the entry: one of its aliases, or its whole current value?"""
+    return text_carrier(entry)(text, text.lower() if text.isascii() else None)
+
+
+Carrier = Callable[[str, str | None], bool]
+"""`carrier(text, low)`: `carries(text, entry)` for one entry; `low` is `text.lower()` if
+the text is ASCII, else None (worked out once for all the entries a text is tested for)."""
+
+
+def text_carrier(entry: Entry) -> Carrier:
+    """The entry's `Carrier`, its phrases prepared once (kept while the entry lives)."""
     found = _carriers.get(id(entry))
     if found is None or found[0] is not entry:  # (an id can be reused once freed)
         if len(_carriers) >= 4096:
             _carriers.clear()
         found = _carriers[id(entry)] = (entry, _carrier(entry))
-    return found[1](text)
+    return found[1]
 
 
-_carriers: dict[int, tuple[Entry, Callable[[str], bool]]] = {}
+_carriers: dict[int, tuple[Entry, Carrier]] = {}
 
 
-def _carrier(entry: Entry) -> Callable[[str], bool]:
-    """`carries` for one entry, its phrases prepared once: for ASCII text, lowered phrases
-    found without the regex engine; otherwise all aliases in one whole-word regex (some
-    alias matches iff the alternation does), then each phrase of the value."""
+def _carrier(entry: Entry) -> Carrier:
+    """For ASCII text, lowered phrases found without the regex engine; otherwise all aliases
+    in one whole-word regex (some alias matches iff the alternation does), then each phrase
+    of the value."""
     aliases = [a for a in entry.aliases if a]
     any_alias = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in aliases) + r")(?!\w)",
                            re.IGNORECASE).search if aliases else None
@@ -292,12 +302,12 @@ def _carrier(entry: Entry) -> Callable[[str], bool]:
     low_phrases = ([p.lower() for p in phrases] if each and all(p.isascii() for p in phrases)
                    else None)
 
-    def carrier(text: str) -> bool:
-        low = text.lower() if text.isascii() else None
+    def carrier(text: str, low: str | None) -> bool:
         if any_alias is not None:
             if low is not None and low_aliases is not None:
-                if any(_ascii_phrase_in(low, a) for a in low_aliases):
-                    return True
+                for a in low_aliases:
+                    if _ascii_phrase_in(low, a):
+                        return True
             elif any_alias(text) is not None:
                 return True
         if not each:

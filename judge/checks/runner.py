@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import cast
 
 from judge.checks.base import Check
 from judge.checks.budgets import Budgets
@@ -16,17 +17,23 @@ from judge.checks.completion import (
     completion_summary,
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
+from judge.checks.memory import MemoryWrites
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
+from judge.checks.replies import ReplySupport
 from judge.checks.report import CheckReport
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
-from judge.trace.loader import TraceStream, iter_trace_streams
-from judge.trace.model import Event, EventKind, Trace, TraceHeader
+from judge.trace.loader import EventStream, TraceStream, iter_event_streams
+from judge.trace.model import Event, EventData, EventKind, Trace, TraceHeader
+
+_data = cast(Callable[[Event], EventData], vars)
+"""A validated `Event` as the checks read it: its fields, as a dict (no copy)."""
 
 CHECKS: tuple[type[Check], ...] = (
     ForbiddenCalls, Scope, StaleValues, LookupBeforeMutate, ConfirmationBeforeWrite,
     CompletionCheck, PostCompletionMutation, SuccessClaims, Budgets, Checkpoints, SummaryAudit,
+    MemoryWrites, ReplySupport,
 )
 
 
@@ -58,14 +65,16 @@ class Checker:
                 i for i in self._kinds[EventKind.TOOL_CALL] if self._probes[i].wants(name)))
         return found
 
-    def check(self, trace: Trace | TraceStream) -> CheckReport:
+    def check(self, trace: Trace | TraceStream | EventStream) -> CheckReport:
         """Check one trace in a single streaming pass; see `run_checks`."""
         header: TraceHeader
-        events: Iterator[Event]
-        if isinstance(trace, TraceStream):
+        events: Iterator[EventData]
+        if isinstance(trace, EventStream):
             header, events, file = trace.header, trace.events, trace.file
+        elif isinstance(trace, TraceStream):
+            header, events, file = trace.header, map(_data, trace.events), trace.file
         else:
-            header, events, file = trace, iter(trace.events), None
+            header, events, file = trace, map(_data, trace.events), None
         scenario = self.loaded.scenario
         if header.scenario is not None and header.scenario != scenario.id:
             raise InputError(f"trace '{header.trace_id}' is for scenario '{header.scenario}', "
@@ -74,7 +83,7 @@ class Checker:
         checks = [cls(ctx) for cls in self._classes]
         own = self._own_hooks
         after = ctx.after
-        by_kind: dict[EventKind, list[Callable[[Event, CheckContext], None]]] = {}
+        by_kind: dict[EventKind, list[Callable[[EventData, CheckContext], None]]] = {}
         for k, idx in self._kinds.items():
             hooks_of_kind = [checks[i].hook(k) if i in own else checks[i].on_event for i in idx]
             if k in after:
@@ -83,20 +92,21 @@ class Checker:
         tool_call = EventKind.TOOL_CALL
         hooks = [c.hook(tool_call) if i in own else c.on_event for i, c in enumerate(checks)]
         after_call = after[tool_call]
-        by_tool: dict[str | None, list[Callable[[Event, CheckContext], None]]] = {}
+        by_tool: dict[str | None, list[Callable[[EventData, CheckContext], None]]] = {}
         turn_hooks = [checks[i].on_turn for i in self._turn_hooks]
         turn = -1
         n = 0
         for ev in events:  # ctx.begin(ev), inlined: this loop runs once per event
             n += 1
-            if ev.turn != turn:
-                turn = ctx.turn = ev.turn or 0
+            at_turn = ev["turn"]
+            if at_turn != turn:
+                turn = ctx.turn = at_turn or 0
                 for on_turn in turn_hooks:
                     on_turn(turn, ctx)
-            ctx.seq = ev.seq or 0
-            kind = ev.kind
+            ctx.seq = ev["seq"] or 0
+            kind = ev["kind"]
             if kind is tool_call:
-                tool = ev.tool
+                tool = ev.get("tool")
                 run = by_tool.get(tool)
                 if run is None:
                     if len(by_tool) >= MAX_TOOLS:
@@ -133,10 +143,11 @@ def checker_for(loaded: LoadedScenario) -> Checker:
     return checker
 
 
-def run_checks(loaded: LoadedScenario, trace: Trace | TraceStream) -> CheckReport:
+def run_checks(loaded: LoadedScenario,
+               trace: Trace | TraceStream | EventStream) -> CheckReport:
     """Check one trace against a scenario's reviewed ledger and rules, streaming.
 
-    A `TraceStream` is consumed once; its bad events raise `InputError` (file:line, field).
+    A stream is consumed once; its bad events raise `InputError` (file:line, field).
     """
     return checker_for(loaded).check(trace)
 
@@ -149,7 +160,7 @@ def check_paths(loaded: LoadedScenario, paths: Iterable[str | Path],
     """
     checker = Checker(loaded)
     for path in paths:
-        for stream in iter_trace_streams(path, errors):
+        for stream in iter_event_streams(path, errors):
             try:
                 yield checker.check(stream)
             except InputError as exc:

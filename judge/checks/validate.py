@@ -180,6 +180,13 @@ def validate_scenario(loaded: LoadedScenario,
                       "the trace cannot show it completed")
         for j, t in enumerate(cp.prohibited_tools):
             tool((*loc, "prohibited_tools", j), t)
+    for i, d in enumerate(sc.ledger):
+        if d.after_tool is not None:
+            tool(("ledger", i, "after_tool"), d.after_tool)
+        for j, rm in enumerate(d.after_result or []):
+            regex(("ledger", i, "after_result", j, "matches"), rm.matches)
+    for i, t in enumerate(rules.memory.tools):
+        tool((*r, "memory", "tools", i), t)
     for i, use in enumerate(sc.judge):
         if use.rubric not in known:
             p.add(("judge", i, "rubric"), f"unknown rubric '{use.rubric}' (known: "

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from judge.cli.common import cli_errors, die, warn
+from judge.cli.common import cli_errors, die, load_valid_scenario, warn
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP
 from judge.errors import ConfigError, InputError
@@ -65,7 +65,6 @@ def grade(
         None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."),
 ) -> None:
     """Grade the judge items of traces against a scenario, after the deterministic checks."""
-    from judge.ledger import load_scenario
     from judge.prompts import load_prompt
     from judge.providers.registry import default_model_spec, make_provider
 
@@ -76,7 +75,7 @@ def grade(
                                  rpm=rpm, retries=retries, database_url=db)
         spec = settings.model or default_model_spec(settings)
         provider = make_provider(spec, settings)
-        loaded = load_scenario(scenario)
+        loaded = load_valid_scenario(scenario)  # as `judge validate` checks it
         rubrics = _rubrics(loaded, rubric)
         prompts = {name: load_prompt(name) for name in rubrics}
         _warn_unused(loaded, rubrics)

@@ -82,7 +82,7 @@ def _label_one(store: Store, who: str, item_id: str, value: str, key: str | None
     if data is None and store.queue.get(item_id) is None:
         raise InputError(f"unknown item {item_id!r} (not stored and not in the review queue)",
                          field="item")
-    check_label(data, value, key, evidence)
+    check_label(data, value, key, evidence, item_id=item_id, annotator=who)
     store.add_label(HumanLabel(item_id=item_id, label=value,
                                violated_key=key, evidence_event=evidence, annotator=who,
                                note=note or None))
@@ -195,7 +195,8 @@ class Session:
             evidence = int(picked) if picked and picked.isdigit() else None
         note = self.con.input("note (Enter for none): ").strip() or None
         try:
-            check_label(data, value, key, evidence)
+            check_label(data, value, key, evidence, item_id=entry.item_id,
+                        annotator=self.who)
         except InputError as exc:
             self.con.print(Text.assemble(styled(exc.message, "red"), "; not saved"))
             self.give_back()

@@ -1,25 +1,30 @@
 """`judge labels export|import`: human labels as files (formats §4).
 
     judge labels export -o FILE [--annotator NAME] [--rubric R]   (the whole history)
-    judge labels import FILE                                       (idempotent)
+    judge labels import FILE [--clock-skew SECONDS]                 (idempotent)
 
 Export writes every stored label, oldest first, so an import elsewhere rebuilds the same
-history (newer labels by the same annotator supersede older ones, both stay). Importing the
-same file twice adds nothing. A bad line is one error naming file:line and field, and then
-nothing is imported.
+history (newer labels by the same annotator supersede older ones, both stay). Import checks
+every line as `judge label` checks a label (judge.labels.importing), then stores the file
+all or nothing; importing the same file twice adds nothing, with or without `created_at`.
+Each bad line is one error naming file:line and field, and then nothing is imported (exit 2).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from judge.cli.common import cli_errors
+from judge.cli.common import cli_errors, die, one_line
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
-from judge.labels.files import read_labels, write_labels
+from judge.labels.files import write_labels
 from judge.outputs import check_output, is_stdout
+
+if TYPE_CHECKING:
+    from judge.labels.importing import BadLabelFile, LabelFile
 
 app = typer.Typer(help="Human labels: export and import (JSONL).", no_args_is_help=True)
 
@@ -45,6 +50,9 @@ def export(
 def import_(
     path: Path = typer.Argument(..., help="labels file (JSONL, formats §4), or span "
                                           "annotations with --traces"),
+    clock_skew: float | None = typer.Option(
+        None, "--clock-skew", help="seconds a created_at may lie ahead of this machine's "
+        "clock (default JUDGE_LABEL_CLOCK_SKEW_S or 300)"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     traces: list[Path] = typer.Option([], "--traces", help="span annotations: the traces "
                                       "imported from those spans (repeatable)"),
@@ -54,21 +62,51 @@ def import_(
     unmarked_pass: bool = typer.Option(False, "--unmarked-pass", help="span annotations: "
                                        "label every other item of a reviewed trace pass"),
 ) -> None:
-    """Append the labels of a file; labels already stored are skipped."""
+    """Append the labels of a file, all or nothing; labels already stored are skipped."""
+    from judge.labels.importing import BadLabelFile, read_label_file, store_labels
+    from judge.settings import Settings
+
     with cli_errors():
-        if traces:  # span annotations mapped onto items (judge.labels.annotations)
-            from judge.checks.report import printable
-            from judge.cli.common import warn
-            from judge.labels.annotations import labels_from_annotations
-            mapped = labels_from_annotations(path, traces, rubric=rubric, annotator=annotator,
-                                             unmarked="pass" if unmarked_pass else None)
-            for miss in mapped.unmatched:
-                warn(printable(f"unmatched annotation of span {miss.annotation.span_id}: "
-                               f"{miss.reason}"))
-            labels = mapped.labels
-        else:
-            labels = read_labels(path)  # validate every line before writing anything
-        with open_database(db) as store:
-            added = store.add_labels(labels)
-        typer.echo(f"imported {added} new labels from {path} "
-                   f"({len(labels) - added} already stored)")
+        settings = Settings.load(database_url=db, label_clock_skew_s=clock_skew)
+        try:
+            if traces:  # span annotations mapped onto items (judge.labels.annotations)
+                labels = _annotation_labels(path, traces, rubric, annotator, unmarked_pass)
+            else:  # every line is checked before the database is opened
+                labels = read_label_file(path, max_skew_s=settings.label_clock_skew_s)
+            with open_database(db, settings) as store:
+                result = store_labels(store, labels)
+        except BadLabelFile as exc:
+            _bad_lines(exc)
+        typer.echo(f"imported {result.added} new labels from {path} "
+                   f"({result.already_stored} already stored)")
+
+
+def _annotation_labels(path: Path, traces: list[Path], rubric: str, annotator: str,
+                       unmarked_pass: bool) -> LabelFile:
+    from judge.checks.report import printable
+    from judge.cli.common import warn
+    from judge.labels.annotations import labels_from_annotations
+    from judge.labels.importing import LabelFile
+
+    mapped = labels_from_annotations(path, traces, rubric=rubric, annotator=annotator,
+                                     unmarked="pass" if unmarked_pass else None)
+    for miss in mapped.unmatched:
+        warn(printable(f"unmatched annotation of span {miss.annotation.span_id}: "
+                       f"{miss.reason}"))
+    n = len(mapped.labels)
+    return LabelFile(str(path), labels=list(mapped.labels), import_keys=[None] * n,
+                     lines=[0] * n)
+
+
+#: bad lines listed in full; the rest are counted
+MAX_LISTED = 50
+
+
+def _bad_lines(exc: BadLabelFile) -> NoReturn:
+    """One line per bad line of the file (file:line: field: why), then the summary."""
+    for err in exc.errors[:MAX_LISTED]:
+        typer.echo(f"judge: error: {one_line(err.message)}", err=True)
+    if len(exc.errors) > MAX_LISTED:
+        typer.echo(f"judge: error: … and {len(exc.errors) - MAX_LISTED} more bad lines",
+                   err=True)
+    die(exc.message)

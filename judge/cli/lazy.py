@@ -22,6 +22,12 @@ if TYPE_CHECKING:  # typer vendors click; only its types are named here
     from typer._click import Command, Context, Parameter
 
 
+class ClosedStdout(Exception):
+    """The reader of stdout went away (`judge ... | head`). Raised by the root group instead
+    of the BrokenPipeError, which click itself would turn into exit 1 (a veto's code);
+    `judge.cli.main` ends it with 141."""
+
+
 @dataclass(frozen=True)
 class Entry:
     """One command: `module:attr` is the command function or a `typer.Typer` sub-app.
@@ -105,3 +111,9 @@ class LazyGroup(TyperGroup):
         super().__init__(**attrs)
         for entry in self.ENTRIES:
             self.add_command(LazyCommand(entry), entry.name)
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:  # click would exit 1 (a veto's code): see ClosedStdout
+            raise ClosedStdout() from exc

@@ -3,6 +3,10 @@
 `COMMANDS` names every command, where it lives and its one line of help, so `judge --help`
 imports no command module (and through them no database, numpy or SDK); a command's module
 is imported when it runs or its own `--help` is asked for (`judge.cli.lazy`).
+
+`main` is the one place where whatever ends a command becomes an exit code: usage errors and
+every exception a command lets through are one line on stderr (`judge.cli.common.
+report_exception`), never a traceback unless `judge --debug ...` or `JUDGE_DEBUG=1`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("grade", "judge.cli.grade", "grade",
           "Grade the judge items of traces against a scenario, after the deterministic "
           "checks."),
+    Entry("init", "judge.cli.init", "init",
+          "Draft a scenario from traces (tools, writes, lookups, ledger) for a person to "
+          "review."),
     Entry("label", "judge.cli.label", "label",
           "Label review items: interactively from the queue, or one item with --item/--label."),
     Entry("ledger", "judge.cli.ledger", "ledger",
@@ -62,8 +69,16 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    debug: bool = typer.Option(False, "--debug",
+                               help="On an unexpected error, print its traceback too (also "
+                                    "JUDGE_DEBUG=1)."),
+) -> None:
     """Grade AI-agent trajectories with calibrated, model-blind LLM judges."""
+    if debug:
+        from judge.cli.common import STATE
+
+        STATE.debug = True
 
 
 def _usage_error_class() -> type[Exception]:
@@ -76,12 +91,15 @@ def _usage_error_class() -> type[Exception]:
 
 
 def main() -> None:
-    """Run the CLI; usage errors become one line on stderr with exit code 2."""
+    """Run the CLI. Usage errors and any exception a command lets through become one line on
+    stderr and exit 2 (141 for a closed stdout, 130 for Ctrl-C): never a traceback (unless
+    --debug) and never 1, which means a veto or a failed gate."""
     import sys
 
     usage_error = _usage_error_class()
     try:
         rc = app(standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit: a closed stdout is then handled like any error
     except usage_error as exc:
         fmt = getattr(exc, "format_message", None)
         message = " ".join(str(fmt() if callable(fmt) else exc).split())
@@ -89,11 +107,19 @@ def main() -> None:
             sys.exit(2)
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "judge"
-        typer.echo(f"judge: error: {message} (see '{command} --help')", err=True)
+        from judge.cli.common import one_line
+
+        typer.echo(f"judge: error: {one_line(message)} (see '{command} --help')", err=True)
         sys.exit(2)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         typer.echo("judge: interrupted", err=True)
         sys.exit(130)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the one top-level handler: one line, never exit 1
+        from judge.cli.common import report_exception
+
+        sys.exit(report_exception(exc))
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -89,6 +89,9 @@ def run(
                                      help="first wait between batch status polls (seconds)"),
     fmt: RunFormat = typer.Option(RunFormat.text, "--format"),
     no_progress: bool = typer.Option(False, "--no-progress"),
+    allow_outside: bool = typer.Option(False, "--allow-outside",
+                                       help="let the manifest name scenarios and traces "
+                                            "outside its own directory"),
 ) -> None:
     """Run a suite: checks, judge items, route, store, and apply the release gate."""
     from judge.suite.run import RunOptions, SuiteInterrupted, resumed, run_suite
@@ -101,13 +104,14 @@ def run(
                 before = resumed(store, resume)
                 suite_file = suite_file or before.manifest
                 suite = suite or before.suite
+                allow_outside = allow_outside or before.allow_outside
                 model = model or before.model
             if suite_file is None:
                 die("give a suite manifest (SUITE_FILE) or --resume RUN_ID")
             from judge.providers.registry import default_model_spec
             from judge.suite.plan import make_plan
 
-            plan = make_plan(suite_file, suite)
+            plan = make_plan(suite_file, suite, allow_outside=allow_outside)
             spec = model or settings.model or plan.model_spec or default_model_spec(settings)
             opts = RunOptions(replay_only=replay_only, require_calibrated=require_calibrated,
                               resume=resume, audit_share=audit_share, batch=batch,

@@ -8,6 +8,11 @@ Both also implement the optional `RenderMemo` protocol: a small map from an item
 memo key (judge.grading.keys.MemoMaker) to the cache key and completion text of the call
 made for it, so a cached rerun needs neither rendering nor reading the stored request.
 A cache without it still works; the engine then renders every item.
+
+A call whose reply failed validation carries `invalid_reason`; a call asked again in its
+place (`replaces_invalid`) becomes the one served for the key (judge.grading.engine). The
+JSONL cache keeps both lines (the newest record for a key wins), the memory cache keeps the
+old record in `replaced`.
 """
 
 from __future__ import annotations
@@ -43,12 +48,17 @@ class RenderMemo(Protocol):
 
 
 def record_to_dict(record: CallRecord) -> dict[str, Any]:
-    return {  # cache_key first: the JSONL cache indexes lines by this prefix
+    d = {  # cache_key first: the JSONL cache indexes lines by this prefix
         "cache_key": record.cache_key, "item_id": record.item_id,
         "prompt_hash": record.prompt_hash, "model": record.model, "params": record.params,
         "response_text": record.response_text, "usage": record.usage,
         "latency_s": record.latency_s, "raw": record.raw, "request": record.request,
     }
+    if record.invalid_reason is not None:
+        d["invalid_reason"] = record.invalid_reason
+    if record.replaces_invalid is not None:
+        d["replaces_invalid"] = record.replaces_invalid
+    return d
 
 
 def record_from_dict(d: dict[str, Any]) -> CallRecord:
@@ -57,6 +67,7 @@ def record_from_dict(d: dict[str, Any]) -> CallRecord:
         model=d["model"], params=d.get("params") or {}, request=d.get("request") or {},
         response_text=d["response_text"], usage=d.get("usage") or {},
         latency_s=float(d.get("latency_s") or 0.0), raw=d.get("raw") or {},
+        invalid_reason=d.get("invalid_reason"), replaces_invalid=d.get("replaces_invalid"),
     )
 
 
@@ -65,6 +76,7 @@ class MemoryCache:
 
     def __init__(self) -> None:
         self.records: dict[str, CallRecord] = {}
+        self.replaced: list[CallRecord] = []  # calls a `replaces_invalid` call took over from
         self.memos: dict[str, tuple[str, str]] = {}
         self.hits = 0
         self.misses = 0
@@ -78,6 +90,9 @@ class MemoryCache:
         return rec
 
     def put(self, record: CallRecord) -> None:
+        old = self.records.get(record.cache_key)
+        if old is not None and record.replaces_invalid is not None:
+            self.replaced.append(old)
         self.records[record.cache_key] = record
 
     def get_memo(self, memo_key: str) -> tuple[str, str] | None:

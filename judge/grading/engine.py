@@ -2,10 +2,34 @@
 
 For each item: render the request → look it up in the call cache (a hit makes no provider
 call) → else (replay-only: unscored) call the provider with retries, backoff and the rate
-limit → store the call → validate the verdict; an invalid one is re-asked once with the
-validation error (that call is cached too); still invalid → unscored with the reason and
-the raw completion kept. Any failure of one item ends that item unscored with a reason and
-never stops the others.
+limit → validate the verdict → store the call (with the validation failure, if any) → an
+invalid verdict is re-asked once with the validation error (that call is stored too); still
+invalid → unscored with the reason and the raw completion kept. Any failure of one item ends
+that item unscored with a reason and never stops the others.
+
+Stored invalid replies. A reply that failed validation is stored (for audit) with the reason,
+and is never a final answer on a later run:
+
+- a stored chain is replayed as far as it is stored: a valid first reply is the verdict; an
+  invalid one leads to its stored re-ask, and a valid re-ask is the verdict (zero calls);
+  a re-ask that was never stored (a run killed between the two calls, a batch reply) is
+  asked now, as the same run would have;
+- a stored chain that *ended* invalid (its re-ask invalid too) is asked again from the
+  start, fresh: the first request goes to the provider again, and its re-ask if needed,
+  without reading the cache; the new replies take the keys' places and the old ones stay
+  stored aside (`CallRecord.replaces_invalid`). So a rerun against a server that has been
+  fixed scores what a broken one left unscored;
+- `replay_only` never calls: it replays stored chains, invalid replies included, so a chain
+  that ended invalid replays to the same unscored verdict and reason (never a pass or a
+  fail), and a chain that stops short is unscored as not in the cache.
+
+The render memo (item digest → the first call's key and reply) is written only for a valid
+first reply and re-validated when read: it never leads to an invalid answer.
+
+Durability. With a cache that stores in the background (judge.grading.writebehind), an item's
+grading waits until its calls are stored before it returns: at any moment each worker has
+at most one call that reached the provider and is not stored, so a run killed at any point
+has lost at most `concurrency` calls, and a resumed run repeats none that was stored.
 
 Concurrency: a fixed pool of `concurrency` workers over the item list, so at most that many
 requests are in flight and no per-item task is created; cached items never wait on I/O.
@@ -20,11 +44,11 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from judge.formats import Verdict
 from judge.grading.cache import RenderMemo
-from judge.grading.keys import KeyMaker, MemoMaker, cache_key
+from judge.grading.keys import KeyMaker, MemoMaker, cache_key, endpoint_of
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, reask, render
 from judge.providers.base import (
@@ -51,6 +75,7 @@ class GradingStats:
     provider_calls: int = 0  # requests that reached the provider (first attempts + retries)
     cache_hits: int = 0
     reasks: int = 0
+    asked_again: int = 0  # items whose stored chain had ended invalid, asked again
     unscored: int = 0
     failures: int = 0  # items whose provider call failed for good
     usage: dict[str, int] = field(default_factory=dict)
@@ -59,12 +84,30 @@ class GradingStats:
     def to_dict(self) -> dict[str, Any]:
         return {"items": self.items, "provider_calls": self.provider_calls,
                 "cache_hits": self.cache_hits, "reasks": self.reasks,
+                "asked_again": self.asked_again,
                 "unscored": self.unscored, "failures": self.failures,
                 "usage": dict(self.usage), "elapsed_s": round(self.elapsed_s, 3)}
 
 
 class _Miss(Exception):
     """Replay-only and the call is not cached."""
+
+
+@runtime_checkable
+class StoredWaiter(Protocol):
+    """Optional cache capability: wait until the call put under a key is stored for good
+    (judge.grading.writebehind.WriteBehindCache); a cache without it stores in `put`."""
+
+    async def wait_stored(self, cache_key: str) -> None: ...
+
+
+@dataclass
+class _Asked:
+    """A reply just received from the provider, validated and stored."""
+
+    text: str
+    verdict: Verdict | None
+    problem: VerdictInvalid | None
 
 
 class ItemGrader:
@@ -88,11 +131,14 @@ class ItemGrader:
         self.rng = random.Random()  # backoff jitter; one per run (seeding one per call costs)
         self.stats = stats if stats is not None else GradingStats()
         self.spec = provider.spec
+        self.endpoint = endpoint_of(provider)
         self.keys: KeyMaker | None = None
         self.schema: dict[str, Any] = {}
         self.memo: RenderMemo | None = cache if isinstance(cache, RenderMemo) else None
-        self.memo_keys = (MemoMaker(prompt.hash, provider.spec, params, redaction)
+        self.memo_keys = (MemoMaker(prompt.hash, provider.spec, params, redaction,
+                                    endpoint=self.endpoint)
                           if self.memo is not None else None)
+        self.waiter: StoredWaiter | None = cache if isinstance(cache, StoredWaiter) else None
         self.base_meta: dict[str, Any] = {"display_name": provider.display_name}
         self.stamp = {"rubric": prompt.rubric, "prompt_version": prompt.version,
                       "prompt_hash": prompt.hash, "model": provider.spec}
@@ -101,32 +147,49 @@ class ItemGrader:
         if self.keys is None:  # the prompt's schema comes with the first rendered request
             self.schema = request.schema
             self.keys = KeyMaker(self.prompt.hash, self.spec, self.params, request.schema,
-                                 request.schema_name)
+                                 request.schema_name, endpoint=self.endpoint)
         elif request.schema is not self.schema and request.schema != self.schema:
-            return cache_key(self.prompt.hash, self.spec, self.params, request)
+            return cache_key(self.prompt.hash, self.spec, self.params, request,
+                             endpoint=self.endpoint)
         return self.keys.key(request)
 
-    async def call(self, request: JudgeRequest, key: str) -> tuple[str, bool]:
-        """The completion text for `request` (cache key `key`) and whether it was cached."""
-        rec = self.cache.get(key)
-        if rec is not None:
-            self.stats.cache_hits += 1
-            return rec.response_text, True
+    def validate(self, text: str, item: Item) -> Verdict:
+        """The verdict `text` states about `item`; VerdictInvalid with the reason."""
+        return parse_verdict(text, item, self.prompt, self.spec)
+
+    async def ask(self, request: JudgeRequest, key: str, item: Item, *,
+                  replaces: str | None = None) -> _Asked:
+        """Call the provider (replay-only: _Miss), validate the reply, store the call with
+        the validation failure if any, and wait until it is stored."""
         if self.replay_only:
             raise _Miss
         resp = await self._generate(request)
+        try:
+            verdict, problem = self.validate(resp.text, item), None
+        except VerdictInvalid as exc:
+            verdict, problem = None, exc
+        except Exception as exc:  # a validator bug: the call is stored all the same
+            await self._store(request, key, resp, f"{type(exc).__name__}: {exc}", replaces)
+            raise
+        await self._store(request, key, resp, problem.reason if problem else None, replaces)
+        return _Asked(resp.text, verdict, problem)
+
+    async def _store(self, request: JudgeRequest, key: str, resp: ProviderResponse,
+                     invalid: str | None, replaces: str | None) -> None:
         self.cache.put(CallRecord(
             cache_key=key, item_id=request.item_id, prompt_hash=self.prompt.hash,
             model=self.spec, params=self.params.to_dict(),
             request={"system": request.system, "messages": list(request.messages),
-                     "schema_name": request.schema_name, "schema": request.schema},
+                     "schema_name": request.schema_name, "schema": request.schema,
+                     "endpoint": self.endpoint},
             response_text=resp.text, usage=resp.usage, latency_s=resp.latency_s,
-            raw=resp.raw,
+            raw=resp.raw, invalid_reason=invalid, replaces_invalid=replaces,
         ))
         usage = self.stats.usage
         for k, v in resp.usage.items():
             usage[k] = usage.get(k, 0) + v
-        return resp.text, False
+        if self.waiter is not None:
+            await self.waiter.wait_stored(key)
 
     async def _generate(self, request: JudgeRequest) -> ProviderResponse:
         provider = self.provider
@@ -164,32 +227,83 @@ class ItemGrader:
             hit = self.memo.get_memo(memo_key)
             if hit is not None:
                 try:
-                    verdict = parse_verdict(hit[1], item, self.prompt, self.spec)
+                    verdict = self.validate(hit[1], item)
                 except VerdictInvalid:
-                    pass  # not a usable answer: take the full path (it re-asks)
+                    pass  # not a usable answer: take the full path
                 else:
                     self.stats.cache_hits += 1
                     return self._finish(item, verdict, {"cached": True})
         request = rendered or render(self.prompt, item, self.params, self.redaction)
         key = self.key_of(request)
-        text, cached = await self.call(request, key)
+        first = self.cache.get(key)
+        if first is None:
+            return await self._fresh(item, request, key, memo_key)
         try:
-            verdict = parse_verdict(text, item, self.prompt, self.spec)
-        except VerdictInvalid as first:
-            self.stats.reasks += 1
-            again = reask(request, text, first.reason)
-            text2, cached2 = await self.call(again, self.key_of(again))
-            try:
-                verdict = parse_verdict(text2, item, self.prompt, self.spec)
-            except VerdictInvalid as second:
-                return self.unscored(
-                    item, f"invalid verdict after re-ask: {second.reason} "
-                          f"(first answer: {first.reason})", text2)
-            return self._finish(item, verdict, {"cached": cached and cached2, "reasked": True,
-                                                "reask_reason": first.reason})
+            verdict = self.validate(first.response_text, item)
+        except VerdictInvalid as bad:
+            return await self._replay_reask(item, request, key, memo_key, first, bad)
+        self.stats.cache_hits += 1
+        self._remember(memo_key, key, first.response_text)
+        return self._finish(item, verdict, {"cached": True})
+
+    async def _replay_reask(self, item: Item, request: JudgeRequest, key: str,
+                            memo_key: str | None, first: CallRecord,
+                            bad: VerdictInvalid) -> Verdict:
+        """The stored first reply is invalid: its re-ask, from the cache or (never stored)
+        from the provider; a stored re-ask that is invalid too ends the stored chain, and the
+        item is asked again from the start (replay-only: unscored as it was)."""
+        self.stats.reasks += 1
+        again = reask(request, first.response_text, bad.reason)
+        key2 = self.key_of(again)
+        second = self.cache.get(key2)
+        if second is None:
+            asked = await self.ask(again, key2, item)
+            self.stats.cache_hits += 1  # the first reply was served from the cache
+            return self._after_reask(item, asked.text, asked.verdict, asked.problem, bad,
+                                     cached=False)
+        try:
+            verdict = self.validate(second.response_text, item)
+        except VerdictInvalid as bad2:
+            if self.replay_only:
+                self.stats.cache_hits += 2
+                return self._after_reask(item, second.response_text, None, bad2, bad,
+                                         cached=True)
+            self.stats.reasks -= 1
+            self.stats.asked_again += 1
+            why = f"stored replies were invalid: {bad2.reason} (first answer: {bad.reason})"
+            return await self._fresh(item, request, key, memo_key, replaces=why)
+        self.stats.cache_hits += 2
+        return self._after_reask(item, second.response_text, verdict, None, bad, cached=True)
+
+    async def _fresh(self, item: Item, request: JudgeRequest, key: str,
+                     memo_key: str | None, *, replaces: str | None = None) -> Verdict:
+        """Ask the provider, and re-ask once if the reply is invalid (no cache reads)."""
+        asked = await self.ask(request, key, item, replaces=replaces)
+        extra: dict[str, Any] = {"asked_again": True} if replaces else {}
+        if asked.verdict is not None:
+            self._remember(memo_key, key, asked.text)
+            return self._finish(item, asked.verdict, {"cached": False, **extra})
+        assert asked.problem is not None
+        self.stats.reasks += 1
+        again = reask(request, asked.text, asked.problem.reason)
+        second = await self.ask(again, self.key_of(again), item, replaces=replaces)
+        return self._after_reask(item, second.text, second.verdict, second.problem,
+                                 asked.problem, cached=False, extra=extra)
+
+    def _after_reask(self, item: Item, text: str, verdict: Verdict | None,
+                     problem: VerdictInvalid | None, first: VerdictInvalid, *, cached: bool,
+                     extra: dict[str, Any] | None = None) -> Verdict:
+        if verdict is None:
+            assert problem is not None
+            return self.unscored(item, f"invalid verdict after re-ask: {problem.reason} "
+                                       f"(first answer: {first.reason})", text)
+        return self._finish(item, verdict, {"cached": cached, "reasked": True,
+                                            "reask_reason": first.reason, **(extra or {})})
+
+    def _remember(self, memo_key: str | None, key: str, text: str) -> None:
+        """A valid first reply: the render memo may lead to it."""
         if memo_key is not None and self.memo is not None:
             self.memo.put_memo(memo_key, key, text)
-        return self._finish(item, verdict, {"cached": cached})
 
     def _finish(self, item: Item, verdict: Verdict, extra: dict[str, Any]) -> Verdict:
         meta = {**verdict.metadata, **self.base_meta, **extra}
@@ -219,6 +333,7 @@ class _Counting(Provider):
         self.spec = inner.spec
         self.display_name = inner.display_name
         self.remote = inner.remote
+        self.endpoint = inner.endpoint
 
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
         self.stats.provider_calls += 1

@@ -1,8 +1,11 @@
 """The cache key of one provider call: what makes two calls the same call.
 
-sha256 over the prompt hash, the model spec, the generation parameters and the rendered
-input (system prompt, messages, schema). Any change to any of them is a different call;
-the same request rendered again is the same call, so a rerun makes zero provider calls.
+sha256 over the prompt hash, the model spec, the endpoint (the provider's base URL: another
+server under the same model name is another model), the generation parameters and the
+rendered input (system prompt, messages, schema). Any change to any of them is a different
+call; the same request rendered again is the same call, so a rerun makes zero provider calls.
+Keys made before the endpoint was part of them (`judge-call-v1`) are not looked up: nothing
+recorded which server answered them.
 
 A render memo (`MemoMaker`) lets a rerun skip rendering: it maps a digest of the item and
 everything rendering depends on to the call made for it. It is a shortcut to a cache key,
@@ -17,13 +20,41 @@ import importlib
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
 from judge.items.model import Item
-from judge.providers.base import JudgeRequest, ModelParams
+from judge.providers.base import JudgeRequest, ModelParams, Provider
 
-KEY_VERSION = "judge-call-v1"
+KEY_VERSION = "judge-call-v2"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_endpoint(url: str | None) -> str:
+    """A base URL as an endpoint identity: scheme and host lower-cased, the default port and
+    trailing slashes dropped, credentials (`user:pw@`) and fragment left out (they do not
+    change which server answers, and the endpoint is stored with each call). "" for none."""
+    text = (url or "").strip()
+    if not text:
+        return ""
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:  # an unparsable URL is still a distinct endpoint
+        return text
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    scheme = parts.scheme.lower()
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    return urlunsplit((scheme, host, parts.path.rstrip("/"), parts.query, ""))
+
+
+def endpoint_of(provider: Provider) -> str:
+    """Where `provider` sends its requests, normalized ("" for a local provider)."""
+    return normalize_endpoint(getattr(provider, "endpoint", ""))
 
 
 def _canonical(value: Any) -> bytes:
@@ -37,9 +68,10 @@ class KeyMaker:
     __slots__ = ("_base",)
 
     def __init__(self, prompt_hash: str, model: str, params: ModelParams,
-                 schema: dict[str, Any], schema_name: str = "verdict") -> None:
+                 schema: dict[str, Any], schema_name: str = "verdict", *,
+                 endpoint: str) -> None:
         base = hashlib.sha256()
-        for part in (KEY_VERSION, prompt_hash, model):
+        for part in (KEY_VERSION, prompt_hash, model, normalize_endpoint(endpoint)):
             base.update(part.encode("utf-8"))
             base.update(b"\0")
         base.update(_canonical(params.to_dict()))
@@ -62,9 +94,12 @@ class KeyMaker:
         return "sha256:" + h.hexdigest()
 
 
-def cache_key(prompt_hash: str, model: str, params: ModelParams, request: JudgeRequest) -> str:
-    """The cache key of `request` sent to `model` under a prompt with `prompt_hash`."""
-    return KeyMaker(prompt_hash, model, params, request.schema, request.schema_name).key(request)
+def cache_key(prompt_hash: str, model: str, params: ModelParams, request: JudgeRequest, *,
+              endpoint: str) -> str:
+    """The cache key of `request` sent to `model` at `endpoint` under a prompt with
+    `prompt_hash`."""
+    return KeyMaker(prompt_hash, model, params, request.schema, request.schema_name,
+                    endpoint=endpoint).key(request)
 
 
 @functools.cache
@@ -90,16 +125,19 @@ _ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
 
 class MemoMaker:
     """Render-memo keys: a digest of everything `render` reads — the item's content, the
-    prompt, model, params, redaction and the renderer's code — so a rerun can find an item's
-    earlier call without rendering it again (rendering costs far more than hashing)."""
+    prompt, model, params, redaction and the renderer's code — and of the endpoint (a memo
+    leads to a stored answer, which is only the same answer from the same server), so a
+    rerun can find an item's earlier call without rendering it again (rendering costs far
+    more than hashing)."""
 
     __slots__ = ("_base",)
 
     def __init__(self, prompt_hash: str, model: str, params: ModelParams,
-                 redaction: object | None) -> None:
+                 redaction: object | None, *, endpoint: str) -> None:
         base = hashlib.sha256()
-        for part in ("judge-render-memo-v1", renderer_fingerprint(), prompt_hash, model,
-                     repr(sorted(params.to_dict().items())), repr(redaction)):
+        for part in ("judge-render-memo-v2", renderer_fingerprint(), prompt_hash, model,
+                     normalize_endpoint(endpoint), repr(sorted(params.to_dict().items())),
+                     repr(redaction)):
             base.update(part.encode("utf-8"))
             base.update(b"\0")
         self._base = base
@@ -108,7 +146,8 @@ class MemoMaker:
         h = self._base.copy()
         content = (item.item_id, item.trace_id, item.seq, item.turn, item.rubric, item.kind,
                    item.goal, item.ledger, item.events, item.target, sorted(item.ledger_keys),
-                   sorted(item.slice_seqs), item.safety_critical, item.candidate)
+                   sorted(item.slice_seqs), item.safety_critical, item.candidate,
+                   item.unsupported, item.end_state, item.actions)
         try:
             h.update(orjson.dumps(content, option=_ORJSON_OPTS, default=str))
         except TypeError:  # e.g. an integer beyond 64 bits

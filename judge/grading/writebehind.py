@@ -1,15 +1,21 @@
 """A call cache that stores from a background thread, so the event loop never waits on disk.
 
-`put` returns at once; a writer thread stores pending calls in batches. `get` sees pending
-calls too. Whoever stores verdicts must `flush()` first: a verdict is then never stored
-before the call it came from, so a run killed at any point repeats no stored call (a call
-still pending at the kill was never stored, and repeating it is correct).
+`put` returns at once; a writer thread stores pending calls in batches (one transaction for
+all the calls that arrived while the previous batch was being stored). `get` sees pending
+calls too. `wait_stored(key)` lets the grading engine wait, without blocking the loop, until
+a call is stored for good: each grading worker holds its item until its call is stored, so
+at most one call per worker has reached the provider without being stored, whatever the
+writer's pace. That is what a run killed at any point can lose (and repeats when resumed);
+a stored call is never repeated. Whoever stores verdicts must `flush()` first: a verdict is
+then never stored before the call it came from.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Protocol
 
 from judge.providers.base import CallCache, CallRecord
@@ -19,17 +25,23 @@ class _Batching(Protocol):
     def put_many(self, records: Sequence[CallRecord]) -> None: ...
 
 
+_Waiter = tuple[int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+
 class WriteBehindCache:
     """Wraps a CallCache; batches its writes on a daemon thread."""
 
     def __init__(self, inner: CallCache, *, interval_s: float = 0.2) -> None:
         self.inner = inner
         self.interval_s = interval_s
-        self._pending: dict[str, CallRecord] = {}
-        self._queue: list[CallRecord] = []
+        self._pending: dict[str, tuple[CallRecord, int]] = {}  # key -> (record, its number)
+        self._queue: list[tuple[CallRecord, int]] = []
+        self._put = 0  # calls put so far: each call's number
+        self._stored = 0  # every call numbered up to this one is stored
+        self._waiters: list[_Waiter] = []
         self._memos: dict[str, tuple[str, str]] = {}  # memo key -> (cache key, text)
         self._memo_queue: list[tuple[str, str]] = []
-        self._lock = threading.Lock()  # guards _pending and _queue
+        self._lock = threading.Lock()  # guards everything above
         self._write = threading.Lock()  # one writer at a time, in order
         self._wake = threading.Event()
         self._stop = False
@@ -40,17 +52,33 @@ class WriteBehindCache:
 
     def get(self, cache_key: str) -> CallRecord | None:
         with self._lock:
-            rec = self._pending.get(cache_key)
-        return rec if rec is not None else self.inner.get(cache_key)
+            entry = self._pending.get(cache_key)
+        return entry[0] if entry is not None else self.inner.get(cache_key)
 
     def put(self, record: CallRecord) -> None:
         self._raise()
         with self._lock:
-            self._pending[record.cache_key] = record
-            self._queue.append(record)
+            self._put += 1
+            entry = (record, self._put)
+            self._pending[record.cache_key] = entry
+            self._queue.append(entry)
             wake = len(self._queue) == 1  # the writer is idle or busy with an earlier batch
         if wake:
             self._wake.set()
+
+    async def wait_stored(self, cache_key: str) -> None:
+        """Return once the call put under `cache_key` is stored (at once if it is); raise
+        what storing it raised."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._pending.get(cache_key)
+            if entry is None or entry[1] <= self._stored:
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((entry[1], loop, future))
+        if not self._thread.is_alive():  # the writer stopped (closed, or failed): store now
+            self.flush()
+        await future
 
     def get_memo(self, memo_key: str) -> tuple[str, str] | None:
         """RenderMemo, when the wrapped cache has one."""
@@ -76,16 +104,16 @@ class WriteBehindCache:
                 batch, self._queue = self._queue, []
                 memos, self._memo_queue = self._memo_queue, []
             if batch:
-                put_many = getattr(self.inner, "put_many", None)
-                if callable(put_many):
-                    put_many(batch)
-                else:
-                    for rec in batch:
-                        self.inner.put(rec)
+                try:
+                    self._store([rec for rec, _ in batch])
+                except BaseException as exc:
+                    self._settle(batch[-1][1], exc)
+                    raise
                 with self._lock:
-                    for rec in batch:
-                        if self._pending.get(rec.cache_key) is rec:
+                    for rec, number in batch:
+                        if self._pending.get(rec.cache_key, (None, 0))[1] == number:
                             del self._pending[rec.cache_key]
+                self._settle(batch[-1][1], None)
             if memos:  # after the calls they point at
                 put_memos = getattr(self.inner, "put_memos", None)
                 if callable(put_memos):
@@ -98,6 +126,26 @@ class WriteBehindCache:
                     for memo_key, _ in memos:
                         self._memos.pop(memo_key, None)
         self._raise()
+
+    def _store(self, records: list[CallRecord]) -> None:
+        put_many = getattr(self.inner, "put_many", None)
+        if callable(put_many):
+            put_many(records)
+        else:
+            for rec in records:
+                self.inner.put(rec)
+
+    def _settle(self, upto: int, error: BaseException | None) -> None:
+        """Calls numbered up to `upto` are stored (or failed with `error`): wake their
+        waiters, each on its own event loop."""
+        with self._lock:
+            if error is None:
+                self._stored = max(self._stored, upto)
+            ready = [w for w in self._waiters if w[0] <= upto]
+            self._waiters = [w for w in self._waiters if w[0] > upto]
+        for _, loop, future in ready:
+            with suppress(RuntimeError):  # that loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, future, error)
 
     def close(self) -> None:
         self._stop = True
@@ -119,3 +167,12 @@ class WriteBehindCache:
         if self._error is not None:
             err, self._error = self._error, None
             raise err
+
+
+def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():  # cancelled while it waited
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)

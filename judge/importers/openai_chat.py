@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
+from judge.trace.files import unusable_file
 from judge.trace.loader import parse_json, validation_error
 from judge.trace.model import Trace
 
@@ -235,6 +236,9 @@ def iter_openai_chat(path: str | Path, *, prefix: str | None = None,
     p = Path(path)
     file = str(path)
     stem = prefix or p.stem
+    problem = unusable_file(p) if p.exists() else None  # a FIFO, /dev/zero: read forever
+    if problem is not None:
+        raise InputError(problem, file=file)
     try:
         fh = p.open(encoding="utf-8")
     except OSError as exc:

@@ -18,6 +18,7 @@ from typing import Any
 
 from judge.errors import InputError
 from judge.importers.openai_chat import _Where, build_trace, messages_to_events
+from judge.trace.files import unusable_file
 from judge.trace.loader import parse_json
 from judge.trace.model import Trace
 
@@ -80,6 +81,9 @@ def iter_tau_bench(path: str | Path, *, domain: str = "airline",
                    candidate: dict[str, Any] | None = None) -> Iterator[Trace]:
     """Yield one trace per record of a tau-bench historical-trajectory file."""
     file = str(path)
+    problem = unusable_file(path) if Path(path).exists() else None  # a FIFO: read forever
+    if problem is not None:
+        raise InputError(problem, file=file)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

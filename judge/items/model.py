@@ -1,20 +1,29 @@
-"""A judge item: one tool call or one summary of one trace, under one rubric (formats §3)."""
+"""A judge item: one tool call, summary, assistant reply or memory write of one trace,
+under one rubric (formats §3)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-ItemKind = Literal["tool_call", "summary"]
+ItemKind = Literal["tool_call", "summary", "assistant", "state_write"]
 
 
 @dataclass(frozen=True)
 class Item:
     """Everything a judge may see about one item, plus what it must never see (`candidate`).
 
-    `ledger` is `LedgerSnapshot.to_dict()` at the item's turn; `events` is the minimal slice
-    of the trace (event dicts, in seq order, the target included, long results truncated);
-    `ledger_keys` are the keys a fail verdict may name; `slice_seqs` the seqs it may cite.
+    `ledger` is `LedgerSnapshot.to_dict()` as the ledger stood just before the item's event
+    (`before_seq`, the item's seq, and `through_seq`, the last event it reflects: the effect
+    of the judged event is never in it); `events` is the minimal slice of the trace (event
+    dicts, in seq order, the target included, long results truncated); `ledger_keys` are the
+    keys a fail verdict may name; `slice_seqs` the seqs it may cite.
+
+    Reply items (kind `assistant`) also carry `unsupported` (the reply's ids, amounts, dates
+    and numbers that no earlier tool result or user message holds: `{"kind", "text"}` each),
+    `end_state` (`{"seq", "state"}` of the trace's last state snapshot, or None) and
+    `actions` (every tool call of the run: `{"seq", "tool", "outcome"}`, outcome `ok`,
+    `error` or `no result`).
     """
 
     item_id: str
@@ -35,6 +44,9 @@ class Item:
     #: the scenario's additions to redaction (`identity`, `identity_patterns`,
     #: `secret_patterns`, `allow`), carried with the item so a worker renders it the same
     redaction: dict[str, tuple[str, ...]] | None = None
+    unsupported: tuple[dict[str, str], ...] = ()
+    end_state: dict[str, Any] | None = None
+    actions: tuple[dict[str, Any], ...] = ()
 
     def __hash__(self) -> int:
         return hash(self.item_id)
@@ -49,6 +61,9 @@ class Item:
             "mutating": self.mutating,
             **({"redaction": {k: list(v) for k, v in self.redaction.items()}}
                if self.redaction else {}),
+            **({"unsupported": list(self.unsupported)} if self.unsupported else {}),
+            **({"end_state": self.end_state} if self.end_state is not None else {}),
+            **({"actions": list(self.actions)} if self.actions else {}),
         }
 
     @classmethod
@@ -62,6 +77,9 @@ class Item:
             candidate=dict(d.get("candidate") or {}), mutating=bool(d.get("mutating", False)),
             redaction={str(k): tuple(str(x) for x in v)
                        for k, v in (d.get("redaction") or {}).items()} or None,
+            unsupported=tuple(dict(x) for x in d.get("unsupported") or ()),
+            end_state=dict(d["end_state"]) if d.get("end_state") is not None else None,
+            actions=tuple(dict(x) for x in d.get("actions") or ()),
         )
 
     # Convenience views over the ledger snapshot, for rules and providers.

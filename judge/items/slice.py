@@ -2,17 +2,21 @@
 
 The slice holds the events since the last user turn before the target (that user message
 included), plus earlier tool results (and user messages) that the target depends on: those
-containing a value that appears in the target's arguments, e.g. the lookup that returned the
-reservation id being cancelled. Long fields are cut with a visible `…[truncated N chars]`
-marker. Tokens are estimated as characters / 4. Never the whole transcript.
+containing a value that appears in the target's arguments (a memory write's value, a
+reply's ids and numbers), e.g. the lookup that returned the reservation id being cancelled;
+and the latest earlier call of the same tool (write of the same memory key) with its result.
+Long fields are cut with a visible `…[truncated N chars]` marker. Tokens are estimated as
+characters / 4. Never the whole transcript.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from judge.checks.replies import claims_in
 from judge.trace.model import Event, EventKind
 
 CHARS_PER_TOKEN = 4
@@ -20,6 +24,7 @@ MIN_NEEDLE_CHARS = 3
 #: How many events before the target's turn are searched for dependencies (keeps extraction
 #: linear on very long traces).
 MAX_LOOKBACK = 2000
+_AMOUNT_DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _TEXT_FIELDS = {"user": "text", "assistant": "text", "summary": "text", "tool_result": "result",
                 "tool_call": "args", "state_write": "value"}
 
@@ -162,7 +167,7 @@ def build_slice(
     budget_chars = max(token_budget, 50) * CHARS_PER_TOKEN
     field_limit = max(400, budget_chars // 4)
 
-    needles = needles_of(target.get("args")) if target.get("kind") == "tool_call" else []
+    needles = target_needles(target)
     chosen: dict[int, dict[str, Any]] = {}
     used = 0
 
@@ -198,7 +203,15 @@ def build_slice(
                 remaining = [n for n in remaining if n not in found]
         for i, keep in deps + user_deps:
             add(i, truncate_event(ds[i], field_limit, keep))
-    # 4. The latest earlier call of the same tool and its result (repeats, retries).
+    # 4. The latest earlier call of the same tool and its result (repeats, retries); the
+    #    latest earlier write of the same memory key.
+    if target.get("kind") == "state_write":
+        for i in range(start - 1, max(-1, start - 1 - MAX_LOOKBACK), -1):
+            d = ds[i]
+            if d.get("kind") == "state_write" and d.get("key") == target.get("key"):
+                if i not in chosen:
+                    add(i, truncate_event(d, field_limit))
+                break
     if target.get("kind") == "tool_call":
         for i in range(start - 1, max(-1, start - 1 - MAX_LOOKBACK), -1):
             d = ds[i]
@@ -216,6 +229,27 @@ def build_slice(
             small = truncate_event(ds[i], 200, keep)
             add(i, small)
     return tuple(chosen[i] for i in sorted(chosen))
+
+
+def target_needles(target: dict[str, Any]) -> list[str]:
+    """The values tying a target to earlier events: a call's argument values, a memory
+    write's stored values, a reply's ids, dates and numbers."""
+    kind = target.get("kind")
+    if kind == "tool_call":
+        return needles_of(target.get("args"))
+    if kind == "state_write":
+        return needles_of(target.get("value"))
+    if kind == "assistant":
+        out: list[str] = []
+        for c in claims_in(str(target.get("text", ""))):
+            text = c.text
+            if c.kind == "amount":
+                m = _AMOUNT_DIGITS.search(text)
+                text = m.group(0) if m else text
+            if len(text) >= MIN_NEEDLE_CHARS and text not in out:
+                out.append(text)
+        return out
+    return []
 
 
 def _result_of(ds: Sequence[dict[str, Any]], i: int) -> int | None:

@@ -6,9 +6,9 @@ Every error is one InputError naming file:line and the field. Blank lines are sk
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,43 +21,98 @@ from judge.trace.loader import validation_error
 M = TypeVar("M", bound=BaseModel)
 
 
-def _iter_records(path: str | Path, model: type[M], what: str) -> Iterator[tuple[int, M]]:
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _iter_records(path: str | Path, model: type[M], what: str, *,
+                  errors: list[InputError] | None = None, strict: bool = False,
+                  check: Callable[[dict[str, Any]], None] | None = None,
+                  ) -> Iterator[tuple[int, M]]:
+    """(line number, record) for each line. Without `errors`, the first bad line raises;
+    with it, each bad line's InputError is appended and the reading goes on. `strict`:
+    a key given twice in one object is an error, and values are not coerced (`"5"` or
+    `true` is not an integer). `check` sees each object before the model does and raises
+    InputError (a field, no file or line) for a bad one."""
     file = str(path)
     p = Path(path)
     if not p.is_file():
         raise InputError("no such file", file=file)
     try:
-        fh = p.open(encoding="utf-8")
+        fh = p.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", file=file) from None
+
+    def bad(err: InputError) -> None:
+        if errors is None:
+            raise err
+        errors.append(err)
+
+    hook = _no_duplicate_keys if strict else None
     with fh:
-        lineno = 0
-        while True:
+        for lineno, data in enumerate(fh, 1):
             try:
-                raw = fh.readline()
+                raw = data.decode("utf-8")
             except UnicodeDecodeError:
-                raise InputError("not UTF-8 text", file=file, line=lineno + 1) from None
-            if not raw:
-                return
-            lineno += 1
+                bad(InputError("not UTF-8 text", file=file, line=lineno))
+                continue
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw, object_pairs_hook=hook)
             except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})",
-                                 file=file, line=lineno) from None
+                bad(InputError(f"malformed JSON ({exc.msg} at column {exc.colno})",
+                               file=file, line=lineno))
+                continue
+            except _DuplicateKey as exc:
+                bad(InputError("the field is given twice in one record", file=file,
+                               line=lineno, field=exc.key))
+                continue
+            except RecursionError:
+                bad(InputError("JSON nested too deeply", file=file, line=lineno))
+                continue
             if not isinstance(obj, dict):
-                raise InputError(f"expected a {what} object", file=file, line=lineno)
+                bad(InputError(f"expected a {what} object", file=file, line=lineno))
+                continue
+            if check is not None:
+                try:
+                    check(obj)
+                except InputError as exc:
+                    bad(at_line(exc, file, lineno))
+                    continue
             try:
-                yield lineno, model.model_validate(obj)
+                record = (model.model_validate_json(raw, strict=True) if strict
+                          else model.model_validate(obj))
             except ValidationError as exc:
-                raise validation_error(exc, file, lineno) from None
+                bad(validation_error(exc, file, lineno))
+                continue
+            yield lineno, record
 
 
-def iter_labels(path: str | Path) -> Iterator[tuple[int, HumanLabel]]:
-    """Yield (line number, label) for each label of a labels file, validating as it goes."""
-    return _iter_records(path, HumanLabel, "label")
+def iter_labels(path: str | Path, *, errors: list[InputError] | None = None,
+                strict: bool = False, check: Callable[[dict[str, Any]], None] | None = None,
+                ) -> Iterator[tuple[int, HumanLabel]]:
+    """Yield (line number, label) for each label of a labels file, validating as it goes
+    (`errors`, `strict`, `check`: see `_iter_records`; `judge labels import` uses them)."""
+    return _iter_records(path, HumanLabel, "label", errors=errors, strict=strict,
+                         check=check)
+
+
+def at_line(exc: InputError, file: str, line: int) -> InputError:
+    """`exc` (naming a field only) placed at file:line."""
+    message = exc.message.removeprefix(f"field '{exc.field}': ") if exc.field else exc.message
+    return InputError(message, file=file, line=line, field=exc.field)
 
 
 def read_labels(path: str | Path) -> list[HumanLabel]:

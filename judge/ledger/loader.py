@@ -1,11 +1,14 @@
-"""Load a scenario YAML file; errors name the file, the line and the field."""
+"""Load a scenario YAML file; errors name the file, the line and the field.
+
+Scenarios and suite manifests are read by one strict YAML reader (`judge.ledger.strict_yaml`:
+no duplicate keys, anchors, aliases or merge keys, bounded nesting, JSON's types only).
+"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -13,21 +16,11 @@ from pydantic import BaseModel, ValidationError
 from judge.errors import InputError
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import Scenario
+from judge.ledger.strict_yaml import StrictLoader, StrictYAMLError, load_yaml
+from judge.trace.files import unusable_file
 from judge.trace.loader import first_error, format_loc
 
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans: only true/false. YAML 1.1 also reads yes/no/on/off
-    as booleans, so `on: tool_call` or a matcher `equals: no` would silently change meaning."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"))
+_Loader = StrictLoader  # the YAML loader class `load_scenario` reads with (for yaml.load)
 
 
 @dataclass(frozen=True)
@@ -63,22 +56,45 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _problem(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None)
+    if problem and getattr(exc, "context", None):
+        problem = f"{exc.context}: {problem}"  # type: ignore[attr-defined]
+    return str(problem or str(exc).splitlines()[0])
+
+
+def _error_line(exc: yaml.YAMLError, text: str) -> int | None:
+    """The 1-based line a YAML error points at (a reader error has a character position)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return int(mark.line) + 1
+    position = getattr(exc, "position", None)
+    if isinstance(position, int):
+        return text.count("\n", 0, position) + 1
+    return None
+
+
 def load_yaml_model(path: Path, model: type[M], what: str) -> M:
     """Read a YAML file into a strict pydantic model; every error is one InputError naming
-    the file, the line and the field (YAML 1.2 booleans, see `_Loader`)."""
+    the file, the line and the field (the strict reader: `judge.ledger.strict_yaml`)."""
     file = str(path)
+    problem = unusable_file(path)
+    if problem is not None:
+        raise InputError(f"cannot read {what}: {problem}", file=file)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read {what} ({exc.strerror})", file=file) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         file=file) from None
     try:
-        node = yaml.compose(text, Loader=_Loader)
-        data: Any = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
+        node, data = load_yaml(text)
+    except StrictYAMLError as exc:  # well-formed, but not allowed (duplicate key, alias...)
+        raise InputError(_problem(exc), file=file, line=_error_line(exc, text)) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"malformed YAML ({problem})", file=file, line=line) from None
+        raise InputError(f"malformed YAML ({_problem(exc)})", file=file,
+                         line=_error_line(exc, text)) from None
     if not isinstance(data, dict):
         raise InputError(f"expected a mapping at the top of the {what}", file=file)
     try:

@@ -1,9 +1,16 @@
 """Reduce a scenario's reviewed deltas to the ledger at each turn, enforcing the
-transition rules of formats §2. A fixture that breaks a rule is rejected naming the delta."""
+transition rules of formats §2. A fixture that breaks a rule is rejected naming the delta.
+
+`Ledger.at(turn)` is the reviewed ledger after a turn's deltas (what the checks read).
+`Ledger.with_applied(...)` is the ledger after any per-key prefix of the deltas, as one
+trace reached it (what a judge reads: see `judge.ledger.timeline`). Both come from the
+same single reduction, so a delta means the same thing in either.
+"""
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -61,6 +68,10 @@ class LedgerSnapshot:
     entries: dict[str, Entry]  # every key ever seen, in its latest state
     superseded: tuple[Superseded, ...]
     deltas: tuple[Delta, ...] = ()  # the deltas applied at exactly this turn
+    #: for a snapshot of one trace (`LedgerTimeline.before`): the seq of the event it is
+    #: taken before, and the seq of the last event it reflects (None: no event before)
+    before_seq: int | None = None
+    through_seq: int | None = None
 
     @property
     def active(self) -> dict[str, Entry]:
@@ -89,8 +100,21 @@ class LedgerSnapshot:
             "active": [], "completed": [], "revoked": [], "failed": [], "expired": []}
         for e in self.entries.values():
             by_status[e.status].append(e.to_dict())
-        return {"turn": self.turn, **by_status,
-                "superseded": [s.to_dict() for s in self.superseded]}
+        out: dict[str, Any] = {"turn": self.turn, **by_status,
+                               "superseded": [s.to_dict() for s in self.superseded]}
+        if self.before_seq is not None:
+            out["before_seq"] = self.before_seq
+            out["through_seq"] = self.through_seq
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaEffect:
+    """What one delta did in the reviewed reduction: its key's entry right after it, and the
+    superseded record it created (a `supersede` only)."""
+
+    entry: Entry
+    superseded: Superseded | None = None
 
 
 @dataclass
@@ -100,6 +124,9 @@ class Ledger:
     deltas: list[Delta]
     _turns: list[int] = field(default_factory=list)
     _snapshots: list[LedgerSnapshot] = field(default_factory=list)
+    #: per delta (in list order): what it did (`with_applied` rebuilds any prefix from these)
+    effects: list[DeltaEffect] = field(default_factory=list)
+    _key_order: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def reduce(cls, deltas: list[Delta], file: str | None = None) -> Ledger:
@@ -118,7 +145,11 @@ class Ledger:
                 ledger._record(last_turn, entries, superseded, by_turn.get(last_turn, []))
                 _expire(entries, d.turn)
             last_turn = d.turn
+            n_superseded = len(superseded)
             _apply(d, entries, superseded, file, where)
+            ledger.effects.append(DeltaEffect(
+                entries[d.key], superseded[-1] if len(superseded) > n_superseded else None))
+            ledger._key_order.setdefault(d.key, len(ledger._key_order))
             by_turn.setdefault(d.turn, []).append(d)
         if last_turn >= 0:
             ledger._record(last_turn, entries, superseded, by_turn.get(last_turn, []))
@@ -146,6 +177,43 @@ class Ledger:
 
     def turns(self) -> list[int]:
         return list(self._turns)
+
+    def with_applied(self, applied: Sequence[int], turn: int,
+                     since: Mapping[int, int] | None = None) -> LedgerSnapshot:
+        """The ledger after the deltas `applied` (indices into `deltas`, in the order they
+        took effect), as it holds at `turn` (turn-persistent entries expire after their
+        turn).
+
+        Every key's applied deltas must be a prefix of that key's deltas (a delta never
+        takes effect before the previous delta of its key): a key's state is then the state
+        the reviewed reduction reached after the last of them, so each is one the transition
+        rules accepted. `since` gives, per delta index, the turn it took effect in the trace
+        (shown as the entry's `since_turn`; default: the delta's own turn).
+        """
+        last: dict[str, int] = {}
+        superseded: list[Superseded] = []
+        for i in applied:
+            d = self.deltas[i]
+            prev = last.get(d.key)
+            if prev is not None and prev > i:
+                raise ValueError(f"delta {i} of '{d.key}' applied after delta {prev}")
+            effect = self.effects[i]
+            if effect.superseded is not None:
+                old = effect.superseded
+                if since:
+                    set_at = since.get(prev) if prev is not None else None
+                    old = replace(old, set_turn=old.set_turn if set_at is None else set_at,
+                                  superseded_turn=since.get(i, old.superseded_turn))
+                superseded.append(old)
+            last[d.key] = i
+        entries: dict[str, Entry] = {}
+        for key in sorted(last, key=self._key_order.__getitem__):
+            i = last[key]
+            entry = self.effects[i].entry
+            when = since.get(i) if since else None
+            entries[key] = entry if when is None else replace(entry, since_turn=when)
+        _expire(entries, turn)
+        return LedgerSnapshot(turn, entries, tuple(superseded))
 
 
 def _expire(entries: dict[str, Entry], turn: int) -> None:

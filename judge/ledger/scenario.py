@@ -62,7 +62,22 @@ class Severity(StrEnum):
 
 
 class Delta(_Strict):
-    """One reviewed change to the ledger at a turn."""
+    """One reviewed change to the ledger at a turn.
+
+    `turn` places the delta for the checks (`Ledger.at(turn)`, `judge ledger --turn`). What
+    a judge sees of one trace is finer: the ledger just before the judged event, where a
+    delta takes effect at its anchor (see `judge.ledger.timeline`):
+
+    - no anchor: at the start of `turn` (before the first event of that turn);
+    - `at_seq: N`: right after the event with seq N (events with seq > N see it);
+    - `after_tool: X` (a glob), optionally with `after_result` matchers: right after the
+      first successful result of X matching them, wherever it falls in the trace (never,
+      if the trace has none);
+    - a `complete` of a key the completion predicate names, with no anchor: right after
+      the result that satisfies that sub-goal (as the completion check finds it).
+
+    A delta never takes effect before the previous delta of the same key.
+    """
 
     turn: int = Field(ge=0)
     op: Op
@@ -74,6 +89,22 @@ class Delta(_Strict):
     source: Source
     aliases: list[str] = Field(default_factory=list)
     note: str | None = None
+    at_seq: int | None = Field(default=None, ge=1)
+    after_tool: str | None = Field(default=None, min_length=1)
+    after_result: list[ResultMatcher] | None = None  # None (not []) so a dump omits it
+
+    @model_validator(mode="after")
+    def _one_anchor(self) -> Delta:
+        if self.at_seq is not None and self.after_tool is not None:
+            raise ValueError("a delta has at most one anchor: at_seq or after_tool")
+        if self.after_result and self.after_tool is None:
+            raise ValueError("after_result needs after_tool (the tool whose result it tests)")
+        return self
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the scenario places this delta at an event (not only at its turn)."""
+        return self.at_seq is not None or self.after_tool is not None
 
 
 class ArgMatcher(_Strict):
@@ -197,6 +228,14 @@ class SummaryAudit(_Strict):
     derive_from_ledger: bool = True  # active aliases required, superseded values obsolete
 
 
+class MemoryRules(_Strict):
+    """What counts as a memory write besides `state_write` events: calls of `tools` (globs;
+    e.g. `core_memory_*`), whose arguments are the stored value. Every memory write is
+    checked against the ledger like a tool's arguments (`judge.checks.memory`)."""
+
+    tools: list[str] = Field(default_factory=list)
+
+
 class Rules(_Strict):
     mutating_tools: list[str] = Field(default_factory=list)
     read_tools: list[str] = Field(default_factory=list)
@@ -208,6 +247,7 @@ class Rules(_Strict):
     confirmation: Confirmation | None = None
     budgets: Budgets = Field(default_factory=Budgets)
     summary_audit: SummaryAudit = Field(default_factory=SummaryAudit)
+    memory: MemoryRules = Field(default_factory=MemoryRules)
 
 
 class Checkpoint(_Strict):
@@ -217,12 +257,27 @@ class Checkpoint(_Strict):
     prohibited_tools: list[str] = Field(default_factory=list)
 
 
+ItemOn = Literal["tool_call", "summary", "assistant", "state_write"]
+
+
 class RubricUse(_Strict):
-    """Which items a rubric grades: tool calls (optionally only some tools) or summaries."""
+    """Which items a rubric grades: tool calls (optionally only some tools), summaries,
+    assistant replies (`replies`: the `final` one, the last of `each_turn`, or `all`) or
+    state writes (memory)."""
 
     rubric: str
-    on: Literal["tool_call", "summary"]
+    on: ItemOn
     tools: list[str] = Field(default_factory=lambda: ["*"])
+    replies: Literal["final", "each_turn", "all"] = "final"
+
+    @model_validator(mode="after")
+    def _fields_fit_on(self) -> RubricUse:
+        given = self.model_fields_set
+        if "tools" in given and self.on != "tool_call":
+            raise ValueError(f"'tools' applies to on: tool_call, not on: {self.on}")
+        if "replies" in given and self.on != "assistant":
+            raise ValueError(f"'replies' applies to on: assistant, not on: {self.on}")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -279,6 +334,9 @@ class Scenario(_Strict):
     id: str = Field(min_length=1)
     goal: str = Field(min_length=1)
     description: str | None = None
+    # `draft`: written by `judge init` and not yet reviewed by a person (`judge validate`
+    # warns; `--strict` refuses it). Absent means reviewed.
+    status: Literal["draft", "reviewed"] = "reviewed"
     ledger: list[Delta] = Field(default_factory=list)
     rules: Rules = Field(default_factory=Rules)
     checkpoints: list[Checkpoint] = Field(default_factory=list)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from judge.grading.keys import KeyMaker
+from judge.grading.keys import KeyMaker, endpoint_of
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, render
 from judge.providers.base import CallRecord, JudgeRequest, ModelParams, Provider
@@ -35,7 +35,8 @@ async def prefill_by_batch(store: Store, run_id: str, rubric: str, prompt: Promp
     for it in items:
         req = render(prompt, it, params, redaction)
         if maker is None:
-            maker = KeyMaker(prompt.hash, provider.spec, params, req.schema, req.schema_name)
+            maker = KeyMaker(prompt.hash, provider.spec, params, req.schema, req.schema_name,
+                             endpoint=endpoint_of(provider))
         key = maker.key(req)
         if store.calls.get(key) is None:
             requests[it.item_id] = req

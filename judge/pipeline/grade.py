@@ -106,15 +106,44 @@ def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
 def grade_run(sources: Iterable[Source], *, store: Store, config: Mapping[str, Any],
               **kwargs: Any) -> Graded:
     """`grade_traces` as one run of its own in the store: the run is started with `config`,
-    then finished ("failed" when no trace could be checked, "interrupted" on SIGINT)."""
+    then finished ("failed" when no trace could be checked or grading raised — with the
+    reason, see `fail_run` —, "interrupted" on SIGINT). Never left "running"."""
     run_id = store.save_run(config=dict(config))
     try:
         result = grade_traces(sources, store=store, run_id=run_id, **kwargs)
     except KeyboardInterrupt:
         store.finish_run(run_id, status="interrupted")
         raise
-    store.finish_run(run_id, status="finished" if result.checked.n_traces else "failed")
+    except BaseException as exc:
+        fail_run(store, run_id, exc)
+        raise
+    if result.checked.n_traces:
+        store.finish_run(run_id, status="finished")
+    else:
+        store.finish_run(run_id, status="failed",
+                         summary={"failed": "no trace could be read", "errors": len(result.errors)})
     return result
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying why a run died (a JudgeError's message, else the exception's type and
+    the first line of its message)."""
+    from judge.errors import JudgeError
+
+    if isinstance(exc, JudgeError):
+        text = exc.message
+    else:
+        first = str(exc).strip().split("\n", 1)[0].strip()
+        text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return " ".join(text.split())[:1000]
+
+
+def fail_run(store: Store, run_id: str, exc: BaseException) -> None:
+    """Mark a run that died of `exc` "failed", the reason stored as its summary's `failed`
+    (what is stored stays; `judge run --resume` can finish it). A second failure while
+    saying so must not hide the first, so it is swallowed."""
+    with suppress(Exception):
+        store.finish_run(run_id, status="failed", summary={"failed": failure_reason(exc)})
 
 
 class _Pipeline:

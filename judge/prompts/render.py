@@ -275,19 +275,74 @@ def add_ledger(b: Blocks, ledger: dict[str, Any]) -> LedgerShape:
     return shape
 
 
+#: the outcomes a reply item lists for a tool call (anything else is shown as "?")
+OUTCOMES = frozenset({"ok", "error", "no result"})
+#: the reply blocks' shapes: unsupported -> [(kind, slot)], end_state -> (seq, slot) or
+#: None, actions -> [(seq, slot, outcome)]
+ExtraShape = Any
+
+
+def add_unsupported(b: Blocks, claims: tuple[dict[str, str], ...]) -> list[tuple[str, int]]:
+    """One claim per line, `- kind: text` (the kind is ours, the text the reply's)."""
+    if not claims:
+        b.lit("(none: every id, amount, date and number in the reply appears in a tool "
+              "result or a user message before it)")
+        return []
+    shape: list[tuple[str, int]] = []
+    for i, c in enumerate(claims):
+        kind = str(c.get("kind"))
+        kind = kind if kind in ("id", "amount", "date", "number") else "value"
+        b.lit(("\n" if i else "") + f"- {kind}: ")
+        shape.append((kind, b.data(str(c.get("text", "")))))
+    return shape
+
+
+def add_end_state(b: Blocks, end_state: dict[str, Any] | None) -> tuple[int, int] | None:
+    if end_state is None:
+        b.lit("(the run recorded no state snapshot)")
+        return None
+    seq = int(end_state.get("seq") or 0)
+    b.lit(f"state snapshot at seq {seq}:\n")
+    return (seq, b.data(end_state.get("state")))
+
+
+def add_actions(b: Blocks, actions: tuple[dict[str, Any], ...]) -> list[tuple[int, int, str]]:
+    """One tool call per line, `[seq N] tool: outcome`."""
+    if not actions:
+        b.lit("(the run made no tool call)")
+        return []
+    shape: list[tuple[int, int, str]] = []
+    prev: int | None = None
+    for a in actions:
+        seq = int(a.get("seq") or 0)
+        if prev is not None:
+            b.lit("\n")
+        outcome = str(a.get("outcome"))
+        outcome = outcome if outcome in OUTCOMES else "?"
+        b.lit(f"[seq {seq}] ")
+        slot = b.data(str(a.get("tool", "")))
+        b.lit(f": {outcome}")
+        shape.append((seq, slot, outcome))
+        prev = seq
+    return shape
+
+
 class ShownData:
     """The data blocks of one render that the template uses, as the view reads them: the
     pieces as shown and where each value sits. It holds no item and no scrubber."""
 
     def __init__(self, blocks: dict[str, Pieces], target: EventShape,
-                 events: list[EventShape], ledger: LedgerShape) -> None:
+                 events: list[EventShape], ledger: LedgerShape,
+                 extra: dict[str, ExtraShape] | None = None) -> None:
         self.blocks = blocks
         self._target = target
         self._events = events
         self._ledger = ledger
+        self._extra = extra or {}
 
     def part(self, name: str) -> Any:
-        """The view of block `name` (goal, target, events, ledger); None when not shown."""
+        """The view of block `name` (goal, target, events, ledger, unsupported, end_state,
+        actions); None when not shown."""
         pieces = self.blocks.get(name)
         if pieces is None:
             return None
@@ -297,6 +352,15 @@ class ShownData:
             return self._event(pieces, self._target)
         if name == "events":
             return [self._event(pieces, shape) for shape in self._events]
+        if name == "unsupported":
+            return [{"kind": kind, "text": pieces.value(slot)}
+                    for kind, slot in self._extra.get(name, [])]
+        if name == "end_state":
+            at = self._extra.get(name)
+            return None if at is None else {"seq": at[0], "state": pieces.value(at[1])}
+        if name == "actions":
+            return [{"seq": seq, "tool": pieces.value(slot), "outcome": outcome}
+                    for seq, slot, outcome in self._extra.get(name, [])]
         return self._ledger_view(pieces)
 
     def _event(self, pieces: Pieces, shape: EventShape) -> dict[str, Any]:
@@ -344,6 +408,7 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
                           f"not '{item.rubric}' (item {item.item_id})")
     rules = (redaction or Redaction()).with_extra(item.redaction)
     scrub = Scrubber(rules, item.candidate or {}, names=_names(item))
+    used = prompt.variables
     built: dict[str, Blocks] = {name: Blocks(scrub) for name in ("goal", "ledger", "events",
                                                                   "target")}
     # Structured values first (secret fields are found), then every text is scrubbed.
@@ -351,6 +416,17 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     events = add_events(built["events"], item.events, item.seq)
     ledger = add_ledger(built["ledger"], item.ledger)
     built["goal"].data(item.goal)
+    extra: dict[str, ExtraShape] = {}
+    # only the blocks the template shows (each block is part of the nonce)
+    if "unsupported" in used:
+        built["unsupported"] = Blocks(scrub)
+        extra["unsupported"] = add_unsupported(built["unsupported"], item.unsupported)
+    if "end_state" in used:
+        built["end_state"] = Blocks(scrub)
+        extra["end_state"] = add_end_state(built["end_state"], item.end_state)
+    if "actions" in used:
+        built["actions"] = Blocks(scrub)
+        extra["actions"] = add_actions(built["actions"], item.actions)
     blocks = finish_all(scrub, built)
     if nonce is None:
         h = hashlib.sha256(prompt.hash.encode())
@@ -361,7 +437,8 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     values.update({
         "rubric": prompt.rubric,
         "rubric_labels": " or ".join(prompt.labels),
-        "item_kind": "tool call" if item.kind == "tool_call" else "summary",
+        "item_kind": ITEM_KINDS.get(item.kind, item.kind),
+        "ledger_as_of": ledger_as_of(item),
         "target_seq": str(item.seq),
         "ledger_keys": ", ".join(sorted(item.ledger_keys)) or "(none)",
         "event_seqs": ", ".join(str(s) for s in sorted(item.slice_seqs)),
@@ -373,9 +450,8 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     def fill(template: str) -> str:
         return VAR_RE.sub(lambda m: values[m.group(1)], template)
 
-    used = prompt.variables
     shown = ShownData({name: b.pieces() for name, b in built.items() if name in used},
-                  target, events, ledger)
+                      target, events, ledger, extra)
     view = ItemView(
         rubric=item.rubric, kind=item.kind,
         seq=item.seq if used & {"target_seq", "target", "events"} else None,
@@ -391,10 +467,32 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     )
 
 
+ITEM_KINDS = {"tool_call": "tool call", "summary": "summary", "assistant": "assistant reply",
+              "state_write": "memory write"}
+
+
+def ledger_as_of(item: Item) -> str:
+    """Which events the item's ledger reflects, in words (ours: only seqs go in)."""
+    before = item.ledger.get("before_seq")
+    if not isinstance(before, int):
+        return f"as reviewed for turn {item.turn} (the turn of the event under review)"
+    through = item.ledger.get("through_seq")
+    if not isinstance(through, int):
+        return (f"as it stood just before seq {before}, the event under review, which is "
+                "the first event of the run: it reflects no event of the run")
+    return (f"as it stood just before seq {before}, the event under review: it reflects the "
+            f"events up to seq {through} and nothing from seq {before} on (the effect of "
+            "the event under review is not in it)")
+
+
 def _names(item: Item) -> set[str]:
     """What redaction never rewrites: the item's ledger keys and the tool names it shows
     (a key or tool that happens to spell a model name or a word of the candidate's)."""
     names = set(item.ledger_keys)
+    for a in item.actions:
+        tool = a.get("tool")
+        if isinstance(tool, str) and tool:
+            names.add(tool)
     for e in (*item.events, item.target):
         tool = e.get("tool")
         if isinstance(tool, str) and tool:

@@ -100,6 +100,7 @@ class AnthropicProvider(Provider):
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url,
                                                          timeout=timeout, max_retries=0)
+        self.endpoint = str(self.client.base_url)
 
     @classmethod
     def from_settings(cls, argument: str | None, settings: Settings) -> AnthropicProvider:

@@ -66,6 +66,9 @@ class Provider(ABC):
     display_name: str
     #: False for providers that run locally without a network (no retries, no rate limit)
     remote: bool = True
+    #: where requests go (the API base URL; "" for a local provider): part of every call's
+    #: cache key, since another server under the same model name is another judge
+    endpoint: str = ""
 
     @classmethod
     def from_settings(cls, argument: str | None, settings: Settings) -> Provider:
@@ -94,7 +97,11 @@ class Provider(ABC):
 
 @dataclass
 class CallRecord:
-    """One stored provider call; `cache_key` covers prompt hash, model, params and input."""
+    """One stored provider call; `cache_key` covers prompt hash, model, endpoint, params and
+    input. `invalid_reason`: why the reply failed verdict validation when it was stored (None:
+    valid, or not validated); `replaces_invalid`: this call asked again for a key whose
+    stored reply was not served (why), so the store keeps that reply aside and this one
+    under the key (judge.grading.engine)."""
 
     cache_key: str
     item_id: str
@@ -106,6 +113,8 @@ class CallRecord:
     usage: dict[str, int]
     latency_s: float
     raw: dict[str, Any] = field(default_factory=dict)
+    invalid_reason: str | None = None
+    replaces_invalid: str | None = None
 
 
 class CallCache(Protocol):

@@ -123,6 +123,7 @@ class OpenAIProvider(Provider):
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
         self.client = client or openai.AsyncOpenAI(api_key=api_key, base_url=base_url,
                                                    timeout=timeout, max_retries=0)
+        self.endpoint = str(self.client.base_url)
         official = base_url is None or "api.openai.com" in base_url
         self.token_field = "max_completion_tokens" if official else "max_tokens"
 

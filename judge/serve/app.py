@@ -269,7 +269,7 @@ def _save_label(review: Review, who: str, item_id: str, value: str, key: str | N
         raise Forbidden("someone else holds this item now (your lease expired)")
     if entry is None and store.get_item(item_id) is None:
         raise InputError(f"unknown item {item_id!r}", field="id")
-    check_label(store.get_item(item_id), value, key, evidence)
+    check_label(store.get_item(item_id), value, key, evidence, item_id=item_id, annotator=who)
     store.add_label(HumanLabel(item_id=item_id, label=value, violated_key=key,
                                evidence_event=evidence, annotator=who, note=note,
                                metadata={"via": "serve"}))

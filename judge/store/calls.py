@@ -2,15 +2,22 @@
 
 `put` commits at once, in its own transaction, so a call is stored before the verdict made
 from it: a grading run killed afterwards repeats no stored call when it is run again.
+
+A call is stored under its cache key, with `invalid_reason` when its reply failed verdict
+validation. An already stored key is kept (two workers that asked at once store one call),
+except for a call marked `replaces_invalid` (the engine asked again because the stored reply
+was not usable): the stored row is kept for audit under `<key>#replaced-<uuid>` (its reason
+filled in if it had none) and the new call takes the key.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 
 from judge.errors import StoreError
@@ -35,8 +42,8 @@ class DbCallCache:
         self._url = url
         mark = "?" if engine.dialect.name == "sqlite" else "%s"
         self._get_sql = ("SELECT cache_key, item_id, prompt_hash, model, params, request, "
-                         f"response_text, usage, latency_s, raw FROM provider_calls "
-                         f"WHERE cache_key = {mark}")
+                         "response_text, usage, latency_s, raw, invalid_reason "
+                         f"FROM provider_calls WHERE cache_key = {mark}")
         self._memo_sql = ("SELECT m.cache_key, c.response_text FROM render_memo m JOIN "
                           "provider_calls c ON c.cache_key = m.cache_key "
                           f"WHERE m.memo_key = {mark}")
@@ -51,11 +58,13 @@ class DbCallCache:
             self.misses += 1
             return None
         self.hits += 1
-        key, item_id, prompt_hash, model, params, request, text, usage, latency, extra = row
+        (key, item_id, prompt_hash, model, params, request, text, usage, latency, extra,
+         invalid) = row
         return CallRecord(
             cache_key=key, item_id=item_id, prompt_hash=prompt_hash, model=model,
             params=_json(params), request=_json(request), response_text=text,
-            usage=_json(usage), latency_s=float(latency), raw=_json(extra))
+            usage=_json(usage), latency_s=float(latency), raw=_json(extra),
+            invalid_reason=invalid)
 
     def _fetch(self, sql: str, key: str) -> Any:
         with store_errors(self._url):
@@ -92,12 +101,19 @@ class DbCallCache:
         self.put_many([record])
 
     def put_many(self, records: Sequence[CallRecord]) -> None:
-        """Store several calls in one transaction (an already stored key is kept)."""
-        rows = [self._row(r) for r in records]
-        if not rows:
+        """Store several calls in one transaction: an already stored key is kept, unless
+        the new call `replaces_invalid` (then the stored one is set aside, see above)."""
+        if not records:
             return
+        rows = [self._row(r) for r in records if r.replaces_invalid is None]
+        again = [r for r in records if r.replaces_invalid is not None]
         with store_errors(self._url), self._engine.begin() as conn:
             bulk_insert(conn, _T, rows)  # driver-level executemany, JSON by orjson
+            for rec in again:  # rare: one stored chain that ended invalid, asked again
+                conn.execute(update(_T).where(_T.c.cache_key == rec.cache_key).values(
+                    cache_key=f"{rec.cache_key}#replaced-{uuid.uuid4().hex}",
+                    invalid_reason=func.coalesce(_T.c.invalid_reason, rec.replaces_invalid)))
+                bulk_insert(conn, _T, [self._row(rec)])
 
     @staticmethod
     def _row(record: CallRecord) -> dict[str, Any]:
@@ -106,7 +122,7 @@ class DbCallCache:
             "prompt_hash": record.prompt_hash, "model": record.model, "params": record.params,
             "request": record.request, "response_text": record.response_text,
             "usage": record.usage, "latency_s": record.latency_s, "raw": record.raw,
-            "created_at": utcnow()}
+            "created_at": utcnow(), "invalid_reason": record.invalid_reason}
 
     def count(self) -> int:
         with store_errors(self._url), self._engine.connect().execution_options(

@@ -289,8 +289,24 @@ def _render_memo(conn: Connection) -> None:
     """))
 
 
+@migration("0006_label_import_key")
+def _label_import_key(conn: Connection) -> None:
+    # A labels-file line without created_at is stamped when imported; its identity is its
+    # content and occurrence in the file (judge.labels.importing), so importing the file
+    # again adds nothing. NULL for every other label (unique ignores NULLs on both).
+    _run(conn,
+         "ALTER TABLE labels ADD COLUMN import_key VARCHAR",
+         "CREATE UNIQUE INDEX IF NOT EXISTS ux_labels_import_key ON labels (import_key)")
 
-@migration("0006_annotator_tokens_and_reveals")
+
+@migration("0007_provider_call_validity")
+def _provider_call_validity(conn: Connection) -> None:
+    # A reply that failed verdict validation is stored with the reason (audit) and is not
+    # served as a final answer on a later run (judge.grading.engine); NULL: valid or not
+    # validated when stored.
+    _run(conn, "ALTER TABLE provider_calls ADD COLUMN invalid_reason VARCHAR")
+
+@migration("0008_annotator_tokens_and_reveals")
 def _annotators(conn: Connection) -> None:
     # `judge serve`: annotators sign in with a token (only its SHA-256 is stored), and every
     # reveal of the judge's verdict after a person labelled an item is recorded.
@@ -314,6 +330,7 @@ def _annotators(conn: Connection) -> None:
          """),
          "CREATE INDEX IF NOT EXISTS ix_label_reveals_item_annotator "
          "ON label_reveals (item_id, annotator)")
+
 
 # -- applying them -----------------------------------------------------------------------
 

@@ -305,23 +305,47 @@ class Store:
         Returns False when this exact label was already stored."""
         return self.add_labels([label]) == 1
 
-    def add_labels(self, labels: Sequence[HumanLabel]) -> int:
-        """Append labels in one transaction; exact repeats are skipped (idempotent import).
-        Returns how many were added."""
-        rows = [label_row(lb) for lb in labels]
+    def add_labels(self, labels: Sequence[HumanLabel], *,
+                   import_keys: Sequence[str | None] | None = None) -> int:
+        """Append labels in one transaction (all or nothing); a label already stored is
+        skipped: the same fingerprint (content and time), or the same `import_keys` entry
+        (a file line without a time: judge.labels.importing). Returns how many were added."""
+        rows = _label_rows(labels, import_keys)
         added = 0
+        seen_fp: set[str] = set()
+        seen_ik: set[str] = set()
         with store_errors(self.url), self.engine.begin() as conn:
             for i in range(0, len(rows), _CHUNK):
                 chunk = rows[i:i + _CHUNK]
-                have = {r[0] for r in conn.execute(select(T_LABEL.c.fingerprint).where(
-                    T_LABEL.c.fingerprint.in_([r["fingerprint"] for r in chunk])))}
-                fresh = {r["fingerprint"]: r for r in chunk if r["fingerprint"] not in have}
+                have_fp, have_ik = _stored_label_ids(conn, chunk)
+                fresh = []
+                for r in chunk:
+                    fp, ik = r["fingerprint"], r["import_key"]
+                    if fp in have_fp or fp in seen_fp or ik in have_ik or ik in seen_ik:
+                        continue
+                    seen_fp.add(fp)
+                    if ik is not None:
+                        seen_ik.add(ik)
+                    fresh.append(r)
                 if fresh:
-                    conn.execute(insert_ignore(T_LABEL, self.dialect), list(fresh.values()))
+                    conn.execute(insert_ignore(T_LABEL, self.dialect), fresh)
                     added += len(fresh)
-                    for r in fresh.values():
+                    for r in fresh:
                         review_queue.record_label(conn, r["item_id"], r["annotator"])
         return added
+
+    def labels_stored(self, labels: Sequence[HumanLabel], *,
+                      import_keys: Sequence[str | None] | None = None) -> list[bool]:
+        """For each label, whether `add_labels` would skip it as already stored."""
+        rows = _label_rows(labels, import_keys)
+        out: list[bool] = []
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(rows), _CHUNK):
+                chunk = rows[i:i + _CHUNK]
+                have_fp, have_ik = _stored_label_ids(conn, chunk)
+                out.extend(r["fingerprint"] in have_fp or r["import_key"] in have_ik
+                           for r in chunk)
+        return out
 
     def labels_for(self, item_ids: Iterable[str] | None = None, *, rubric: str | None = None,
                    annotator: str | None = None, newest_only: bool = False) -> list[HumanLabel]:
@@ -433,6 +457,25 @@ class Store:
                         T_ITEM.c.item_id.in_(ids[i:i + _CHUNK]))):
                     out[iid] = dict(data)
         return out
+
+
+def _label_rows(labels: Sequence[HumanLabel],
+                import_keys: Sequence[str | None] | None) -> list[dict[str, Any]]:
+    keys = list(import_keys) if import_keys is not None else [None] * len(labels)
+    if len(keys) != len(labels):
+        raise ValueError("one import key (or None) per label")
+    return [label_row(lb, k) for lb, k in zip(labels, keys, strict=True)]
+
+
+def _stored_label_ids(conn: Connection,
+                      rows: Sequence[dict[str, Any]]) -> tuple[set[str], set[str | None]]:
+    """The fingerprints and import keys of `rows` that are already stored."""
+    have_fp = {r[0] for r in conn.execute(select(T_LABEL.c.fingerprint).where(
+        T_LABEL.c.fingerprint.in_([r["fingerprint"] for r in rows])))}
+    wanted = [r["import_key"] for r in rows if r["import_key"] is not None]
+    have_ik: set[str | None] = {r[0] for r in conn.execute(select(T_LABEL.c.import_key).where(
+        T_LABEL.c.import_key.in_(wanted)))} if wanted else set()
+    return have_fp, have_ik
 
 
 def _rubrics_of(item_ids: list[str]) -> set[str] | None:

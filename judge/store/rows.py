@@ -40,7 +40,9 @@ def row_verdict(row: Mapping[Any, Any]) -> Verdict:
 
 
 def label_fingerprint(label: HumanLabel) -> str:
-    """Identity of one label event: importing the same line twice adds nothing."""
+    """Identity of one label event, its content and time: importing the same dated line (or
+    an export of a stored label) twice adds nothing. Unchanged since the first schema, so
+    every stored label keeps its fingerprint."""
     created = as_utc(label.created_at)
     assert created is not None
     ident = [label.item_id, label.annotator, label.label, label.violated_key,
@@ -48,12 +50,14 @@ def label_fingerprint(label: HumanLabel) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(ident).encode()).hexdigest()
 
 
-def label_row(label: HumanLabel) -> dict[str, Any]:
+def label_row(label: HumanLabel, import_key: str | None = None) -> dict[str, Any]:
+    """The row of `label`; `import_key` identifies a file line that gave no `created_at`
+    (judge.labels.importing), None for every other label."""
     return {
         "item_id": label.item_id, "label": label.label, "violated_key": label.violated_key,
         "evidence_event": label.evidence_event, "annotator": label.annotator,
         "created_at": as_utc(label.created_at), "note": label.note, "meta": label.metadata,
-        "fingerprint": label_fingerprint(label)}
+        "fingerprint": label_fingerprint(label), "import_key": import_key}
 
 
 def row_label(row: Mapping[Any, Any]) -> HumanLabel:

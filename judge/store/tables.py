@@ -129,8 +129,12 @@ class CallRow(_Row, table=Table(
         _json("usage"),
         Column("latency_s", Float, nullable=False),
         _json("raw"),
-        _when("created_at"))):
-    """One provider call."""
+        _when("created_at"),
+        _str("invalid_reason", nullable=True))):  # migration 0007
+    """One provider call. `invalid_reason`: why its reply failed verdict validation (kept for
+    audit, never served as a final answer on a later run: judge.grading.engine). A reply
+    asked again in its place is stored under the key; the old row stays under
+    `<cache_key>#replaced-<uuid>`."""
 
 
 class RunRow(_Row, table=Table(
@@ -184,9 +188,13 @@ class LabelRow(_Row, table=Table(
         _str("note", nullable=True),
         _json("meta"),
         _str("fingerprint", unique=True),
-        Index("ix_labels_item_annotator", "item_id", "annotator"))):
+        _str("import_key", nullable=True),  # migration 0006
+        Index("ix_labels_item_annotator", "item_id", "annotator"),
+        Index("ux_labels_import_key", "import_key", unique=True))):
     """Append-only: a newer label by the same annotator on the same item supersedes the older,
-    and both stay. `fingerprint` makes imports idempotent."""
+    and both stay. `fingerprint` (the label's content and time) and, for a file line that
+    gave no `created_at`, `import_key` (its content and occurrence) make imports idempotent
+    (judge.labels.importing)."""
 
 
 class QueueRow(_Row, table=Table(
@@ -261,7 +269,7 @@ class TokenRow(_Row, table=Table(
         _str("annotator", index=True),
         _when("created_at"),
         _when("revoked_at", nullable=True))):
-    """An annotator's sign-in token for `judge serve` (migration 0006)."""
+    """An annotator's sign-in token for `judge serve` (migration 0008)."""
 
 
 class RevealRow(_Row, table=Table(
@@ -272,4 +280,4 @@ class RevealRow(_Row, table=Table(
         _int("verdict_id", nullable=True),
         _when("created_at"),
         Index("ix_label_reveals_item_annotator", "item_id", "annotator"))):
-    """A person looked at the judge's verdict of an item after labelling it (migration 0006)."""
+    """A person looked at the judge's verdict of an item after labelling it (migration 0008)."""

@@ -18,11 +18,18 @@ suites:
       quality_floor: 0.6            # mean weighted quality score
       max_review_share: 0.5         # share of judge items sent to human review
 ```
+
+Every path (scenarios, trace files, globs and every file a glob matches) must lie under the
+manifest's directory once resolved — no `..` out of it, no absolute path elsewhere, no
+symbolic link that leads out — unless `judge run --allow-outside`: a manifest must not make
+judge read (and send to a judge) files from anywhere on the machine. A path that leaves is
+one error naming the manifest, the path and the field.
 """
 
 from __future__ import annotations
 
 import glob
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -95,17 +102,47 @@ def pick_suite(manifest: Manifest, name: str | None, file: str) -> tuple[str, Su
     return name, manifest.suites[name]
 
 
-def resolve_sources(entry: SuiteScenario, base: Path, file: str, where: str
-                    ) -> list[ResolvedSource]:
-    """Expand globs; a source that matches no file is an error naming it."""
+class Confine:
+    """Keeps a manifest's paths under its directory (`root`); `root=None` lets them go
+    anywhere (`judge run --allow-outside`)."""
+
+    def __init__(self, root: Path | None, file: str) -> None:
+        self.root = Path(os.path.realpath(root)) if root is not None else None
+        self.file = file
+
+    def check(self, path: Path, given: str, where: str, *, resolved: bool = True) -> None:
+        """Refuse `path` (written `given` in the manifest, at `where`) if it lies outside the
+        root: as written (normalized, `..` applied) and, with `resolved`, once every symbolic
+        link on the way is followed."""
+        if self.root is None:
+            return
+        if not Path(os.path.normpath(path)).is_relative_to(self.root):
+            self._refuse(given, where, "is")
+        if resolved and not Path(os.path.realpath(path)).is_relative_to(self.root):
+            self._refuse(given, where, "leads (through a symbolic link)")
+
+    def _refuse(self, given: str, where: str, how: str) -> None:
+        raise InputError(f"'{given}' {how} outside the manifest's directory ({self.root}); "
+                         "judge run --allow-outside allows it", file=self.file, path=where)
+
+
+def resolve_sources(entry: SuiteScenario, base: Path, file: str, where: str,
+                    confine: Confine | None = None) -> list[ResolvedSource]:
+    """Expand globs; a source that matches no file is an error naming it, and so is one
+    outside the manifest's directory (`confine`; every match is checked)."""
     out: list[ResolvedSource] = []
     for i, src in enumerate(entry.sources()):
+        at = f"{where}.traces[{i}]"
         pattern = src.path if Path(src.path).is_absolute() else str(base / src.path)
+        if confine is not None:
+            confine.check(Path(pattern), src.path, at, resolved=not glob.has_magic(pattern))
         matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
-            [pattern] if Path(pattern).exists() else [])
+            [pattern] if os.path.lexists(pattern) else [])
         if not matches:
-            raise InputError(f"no trace file matches '{src.path}'", file=file,
-                             path=f"{where}.traces[{i}]")
+            raise InputError(f"no trace file matches '{src.path}'", file=file, path=at)
+        if confine is not None:
+            for m in matches:
+                confine.check(Path(m), m if m != pattern else src.path, at)
         out.extend(ResolvedSource(path=Path(m), format=src.format) for m in matches)
     return out
 

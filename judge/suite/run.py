@@ -18,7 +18,7 @@ from judge.errors import InputError, StoreError
 from judge.grading.engine import GradingStats
 from judge.items import Item
 from judge.pipeline.collect import Checker, Source, TraceChecked
-from judge.pipeline.grade import GradeOptions, Hooks, grade_traces
+from judge.pipeline.grade import GradeOptions, Hooks, fail_run, grade_traces
 from judge.providers.base import Provider
 from judge.providers.registry import make_provider
 from judge.routing import RoutingPolicy
@@ -80,12 +80,13 @@ class _Observed:
 
 @dataclass(frozen=True)
 class Resumed:
-    """What a stored run was started with: its manifest (None: not a `judge run`), suite and
-    model spec."""
+    """What a stored run was started with: its manifest (None: not a `judge run`), suite,
+    model spec and whether its paths could leave the manifest's directory."""
 
     manifest: Path | None
     suite: str | None
     model: str | None
+    allow_outside: bool = False
 
 
 def resumed(store: Store, run_id: str) -> Resumed:
@@ -96,7 +97,7 @@ def resumed(store: Store, run_id: str) -> Resumed:
     config = stored.get("config") or {}
     manifest = config.get("manifest")
     return Resumed(Path(manifest) if manifest else None, config.get("suite"),
-                   config.get("model"))
+                   config.get("model"), bool(config.get("allow_outside", False)))
 
 
 def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
@@ -106,6 +107,9 @@ def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
     if stored is None:
         raise InputError(f"no run '{run_id}' in {store.where}")
     summary = stored.get("summary") or {}
+    if stored.get("status") == "failed" and "failed" in summary:
+        raise InputError(f"run '{run_id}' failed: {summary['failed']} (what it stored is kept; "
+                         f"judge run --resume {run_id} finishes a suite run)")
     if not summary:
         raise InputError(f"run '{run_id}' has no summary yet (status {stored['status']}; "
                          f"finish it with judge run --resume {run_id})")
@@ -126,7 +130,8 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     provider = make_provider(model_spec, settings)  # ConfigError before any call
     run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
-        "model": model_spec, "replay_only": opts.replay_only})
+        "model": model_spec, "replay_only": opts.replay_only,
+        **({"allow_outside": True} if plan.allow_outside else {})})
     if hooks.on_start is not None:
         hooks.on_start(len(store.stored_item_ids(run_id)))
     errors: list[InputError] = []
@@ -147,11 +152,15 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
                 hooks=Hooks(on_checked=observed, on_items=hooks.on_items,
                             on_verdicts=hooks.on_verdicts))
             stats = graded.stats
+        summary = summarize(plan, observed.outcomes, errors, store, run_id,
+                            provider.display_name, model_spec, stats,
+                            require_calibrated=opts.require_calibrated)
     except KeyboardInterrupt:
         store.finish_run(run_id, status="interrupted")
         raise SuiteInterrupted(run_id) from None
-    summary = summarize(plan, observed.outcomes, errors, store, run_id, provider.display_name,
-                        model_spec, stats, require_calibrated=opts.require_calibrated)
+    except BaseException as exc:  # never left "running": failed, with the reason
+        fail_run(store, run_id, exc)
+        raise
     store.finish_run(run_id, status="finished", summary=summary)
     return summary
 

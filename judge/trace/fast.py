@@ -16,12 +16,17 @@ does). It returns None for anything it does not accept — the caller takes the 
 which words the error (file, line, field) or, should this path be stricter than the model,
 accepts the trace. `validate_event_json` does the same for one event line of a streamed
 trace (raising ValidationError instead). Tests hold the two paths to the same results.
+
+`parse_trace_data` and `validate_event_data_json` are the same with each event a plain
+dict (`EventData`: the fields the input gave, `seq`/`turn` filled) instead of an `Event`:
+what the checks read, a third cheaper to build. Each kind's variant is a typed dict of the
+fields it may carry (the required ones required), the others forbidden as extra fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from pydantic import ValidationError
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator
@@ -33,8 +38,11 @@ from judge.trace.model import (
     KIND_ALIASES,
     REQUIRED_FIELDS,
     Event,
+    EventData,
     EventKind,
     Trace,
+    TraceHeader,
+    fill_data_positions,
     fill_positions,
 )
 
@@ -98,6 +106,44 @@ def _trace_schema() -> CoreSchema:
                            config=cs.CoreConfig(extra_fields_behavior="forbid"))
 
 
+def _data_variant(kind: EventKind, fields: dict[str, Any]) -> CoreSchema:
+    allowed = _COMMON | ALLOWED_FIELDS[kind]
+    required = REQUIRED_FIELDS[kind]
+    out: dict[str, Any] = {}
+    for name, field in fields.items():
+        schema = field["schema"]
+        if name == "kind":
+            out[name] = cs.typed_dict_field(_unref(schema))
+        elif name in required:  # present and not null
+            inner = schema["schema"]
+            out[name] = cs.typed_dict_field(inner["schema"] if inner["type"] == "nullable"
+                                            else inner)
+        elif name in allowed:  # absent, or as the model validates it (defaults unwrapped)
+            out[name] = cs.typed_dict_field(_unref(schema["schema"]), required=False)
+    return cs.typed_dict_schema(out, extra_behavior="forbid")
+
+
+def _event_data_schema() -> CoreSchema:
+    event_fields = _model_fields(Event)
+    if any(f["schema"]["type"] != "default" for n, f in event_fields.items() if n != "kind"):
+        raise TypeError("unexpected core schema for Event's optional fields")
+    variants = {k: _data_variant(k, event_fields) for k in EventKind}
+    choices: dict[Any, CoreSchema] = {k.value: v for k, v in variants.items()}
+    for alias, value in KIND_ALIASES.items():
+        choices[alias] = variants[EventKind(value)]
+    return cs.tagged_union_schema(choices, discriminator="kind")
+
+
+def _trace_data_schema() -> CoreSchema:
+    """A trace as a typed dict: the header fields as `TraceHeader` validates them."""
+    fields: dict[str, Any] = {}
+    for name, field in _model_fields(TraceHeader).items():
+        schema = field["schema"]
+        fields[name] = cs.typed_dict_field(schema, required=schema["type"] != "default")
+    fields["events"] = cs.typed_dict_field(cs.list_schema(_event_data_schema()))
+    return cs.typed_dict_schema(fields, extra_behavior="forbid")
+
+
 def _validators() -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(whole trace, one event) validators; the models' own if this pydantic builds its
     schemas some other way (correct, only slower: a test insists on the fast ones)."""
@@ -122,3 +168,47 @@ def parse_trace_json(text: str | bytes) -> Trace | None:
     except (ValidationError, ValueError):
         return None
     return trace
+
+
+def _data_validators() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """(whole trace, one event) validators to dicts; None if this pydantic builds its
+    schemas some other way (then the model validators serve, and `vars()` of each event)."""
+    try:
+        return (SchemaValidator(_trace_data_schema()).validate_json,
+                SchemaValidator(_event_data_schema()).validate_json)
+    except (TypeError, KeyError, SchemaError):
+        return None
+
+
+_data = _data_validators()
+
+
+def parse_trace_data(text: str | bytes) -> tuple[TraceHeader, list[EventData]] | None:
+    """`parse_trace_json` with each event a dict (`EventData`): the header and events."""
+    if _data is None:
+        trace = parse_trace_json(text)
+        if trace is None:
+            return None
+        return header_of(trace), [cast(EventData, vars(ev)) for ev in trace.events]
+    try:
+        found: dict[str, Any] = _data[0](text)
+        events = found.pop("events")
+        fill_data_positions(events)
+    except (ValidationError, ValueError):
+        return None
+    return TraceHeader.model_construct(**found), events
+
+
+def _event_data_fallback(text: str | bytes) -> EventData:
+    return cast(EventData, vars(validate_event_json(text)))
+
+
+validate_event_data_json: Callable[[str | bytes], EventData] = (
+    _data[1] if _data is not None else _event_data_fallback)
+"""`validate_event_json` to a dict: the fields given (`seq`/`turn` not filled)."""
+
+
+def header_of(trace: Trace) -> TraceHeader:
+    """The header of a validated trace (its fields are valid already)."""
+    return TraceHeader.model_construct(trace_id=trace.trace_id, scenario=trace.scenario,
+                                       candidate=trace.candidate, metadata=trace.metadata)

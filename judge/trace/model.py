@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, cast
+from operator import itemgetter
+from typing import Any, Required, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -94,6 +95,27 @@ class Event(BaseModel):
         return f"turn {self.turn} (seq {self.seq})"
 
 
+class EventData(TypedDict, total=False):
+    """An event as the checks read it: a plain dict, cheaper to build and to read than an
+    `Event` (`judge.trace.fast` builds it from JSON with the same rules). It holds the
+    fields the input gave, and `seq` and `turn`, filled; `vars(event)` of a validated
+    `Event` is one too (with every field)."""
+
+    seq: Required[int | None]
+    turn: Required[int | None]
+    kind: Required[EventKind]
+    text: str | None
+    tool: str | None
+    args: dict[str, Any] | None
+    call_id: str | None
+    result: Any
+    error: str | None
+    key: str | None
+    value: Any
+    reason: str | None
+    metadata: dict[str, Any] | None
+
+
 class TraceHeader(BaseModel):
     """Everything about a trace except its events."""
 
@@ -131,6 +153,23 @@ def fill_positions(events: list[Event]) -> None:
         state.fill(ev, i)
 
 
+_SEQ, _TURN = itemgetter("seq"), itemgetter("turn")
+
+
+def fill_data_positions(events: list[dict[str, Any]]) -> None:
+    """`fill_positions` for events as dicts (`EventData` without `seq`/`turn` maybe)."""
+    try:
+        seqs = list(map(_SEQ, events))
+        complete = None not in seqs and None not in map(_TURN, events)
+    except KeyError:  # a position not given
+        complete = False
+    if complete and seqs == sorted(set(seqs)):
+        return
+    state = PositionState()
+    for i, ev in enumerate(events):
+        state.fill_data(ev, i)
+
+
 class PositionState:
     """Incremental `seq`/`turn` defaulting, usable on a stream of events."""
 
@@ -147,10 +186,25 @@ class PositionState:
             self.users += 1
         if ev.seq is None:
             ev.seq = self.position
-        if ev.seq <= self.last_seq:
-            where = f"events[{index}].seq" if index is not None else "seq"
-            word = "duplicate" if ev.seq == self.last_seq else "decreasing"
-            raise ValueError(f"{where}: {word} seq {ev.seq} (after {self.last_seq})")
-        self.last_seq = ev.seq
+        self._check(ev.seq, index)
         if ev.turn is None:
             ev.turn = self.users
+
+    def fill_data(self, ev: dict[str, Any], index: int | None = None) -> None:
+        """`fill` for an event as a dict."""
+        self.position += 1
+        if ev["kind"] is EventKind.USER:
+            self.users += 1
+        seq = ev.get("seq")
+        if seq is None:
+            seq = ev["seq"] = self.position
+        self._check(seq, index)
+        if ev.get("turn") is None:
+            ev["turn"] = self.users
+
+    def _check(self, seq: int, index: int | None) -> None:
+        if seq <= self.last_seq:
+            where = f"events[{index}].seq" if index is not None else "seq"
+            word = "duplicate" if seq == self.last_seq else "decreasing"
+            raise ValueError(f"{where}: {word} seq {seq} (after {self.last_seq})")
+        self.last_seq = seq
