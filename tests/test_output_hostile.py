@@ -121,7 +121,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     replies.write_text("\n".join(json.dumps(reply) for _ in range(60)) + "\n")
     prompts = tmp / "prompts"
     shutil.copytree(ROOT / "prompts", prompts)
-    p = prompts / "scope_fidelity" / "v2.md"
+    # the latest version: the one `prompts show` and grading use
+    p = max((prompts / "scope_fidelity").glob("v*.md"), key=lambda f: int(f.stem[1:]))
     described = json.dumps(f"{MARKUP} \x1b[2J \u202e")  # a YAML double-quoted string
     p.write_text(re.sub(r"(?m)^description: .*$", lambda _: f"description: {described}",
                         p.read_text(), count=1) + f"\n{MARKUP}\n{ALL}\n")
@@ -309,6 +310,10 @@ def test_run_summary_and_run_reports(world: dict[str, Any]) -> None:
     html_held("report run (html)", html)
 
 
+def latest_version(prompts: Path) -> str:
+    return max((prompts / "scope_fidelity").glob("v*.md"), key=lambda f: int(f.stem[1:])).stem
+
+
 def test_ledger_and_prompts(world: dict[str, Any]) -> None:
     env = {**world["env"], "JUDGE_PROMPTS_DIR": str(world["prompts"])}
     held("ledger (text)", judge("ledger", world["scenario"], "--turn", "2", env=env))
@@ -316,7 +321,8 @@ def test_ledger_and_prompts(world: dict[str, Any]) -> None:
          markup_shown=False)
     held("prompts show", judge("prompts", "show", "scope_fidelity", env=env))
     held("prompts list", judge("prompts", "list", env=env))
-    held("prompts diff", judge("prompts", "diff", "scope_fidelity", "v1", "v2", env=env))
+    held("prompts diff", judge("prompts", "diff", "scope_fidelity", "v1",
+                                   latest_version(world["prompts"]), env=env))
 
 
 def test_errors_echoing_field_values(world: dict[str, Any]) -> None:

@@ -208,7 +208,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "rubrics": ["scope_fidelity"],
         "scenarios": [{"scenario": str(REFUND), "traces": [str(REFUND / "pass.json")]}],
         "release": {"max_review_share": 1.0}}}}))
-    run = judge("run", suite, "--format", "json", "--no-progress", env=env)
+    run = judge("run", suite, "--allow-outside", "--format", "json", "--no-progress", env=env)
     assert run.returncode == 0, run.stderr
     labels = tmp / "labels.jsonl"
     labels.write_text(json.dumps({"item_id": item, "label": "pass", "annotator": "asha",

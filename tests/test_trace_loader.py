@@ -342,4 +342,4 @@ def test_an_unreadable_path_is_one_error(tmp_path: Path) -> None:
         errors: list[InputError] = []
         assert list(iter_traces(tmp_path / name, errors)) == []
         assert [e.message for e in errors] == [
-            f"{tmp_path / name}: cannot read the file (Is a directory)"]
+            f"{tmp_path / name}: is a directory, not a file"]

@@ -27,19 +27,19 @@ from judge.checks.context import CheckContext, remember
 from judge.checks.matching import any_glob, carries, has_phrase, is_scalar, iter_scalars
 from judge.ledger.reducer import Entry, LedgerSnapshot, Superseded
 from judge.ledger.scenario import EntryClass, Sensitivity, Severity
-from judge.trace.model import Event, EventKind
+from judge.trace.model import EventData, EventKind
 
 #: memory keys whose carried constraints are remembered (then the oldest is forgotten)
 MAX_MEMORY_KEYS = 10_000
 _CARRIED_CLASSES = (EntryClass.CONSTRAINT, EntryClass.PERMISSION)
 
 
-def write_of(ev: Event) -> tuple[str, Any]:
+def write_of(ev: EventData) -> tuple[str, Any]:
     """(memory key, stored value) of a memory write: a state write's key and value, or a
     memory tool's name and arguments."""
-    if ev.kind is EventKind.STATE_WRITE:
-        return ev.key or "", ev.value
-    return ev.tool or "", ev.args or {}
+    if ev["kind"] is EventKind.STATE_WRITE:
+        return ev.get("key") or "", ev.get("value")
+    return ev.get("tool") or "", ev.get("args") or {}
 
 
 def _text(key: str, value: Any) -> str:
@@ -110,8 +110,8 @@ class MemoryWrites(Check):
             found = remember(self._wanted, tool, any_glob(tool, self._tools))
         return found
 
-    def on_event(self, ev: Event, ctx: CheckContext) -> None:
-        if ev.kind is EventKind.TOOL_CALL and not self.wants(ev.tool or ""):
+    def on_event(self, ev: EventData, ctx: CheckContext) -> None:
+        if ev["kind"] is EventKind.TOOL_CALL and not self.wants(ev.get("tool") or ""):
             return
         key, value = write_of(ev)
         self.writes += 1
@@ -120,7 +120,7 @@ class MemoryWrites(Check):
         self._stale(ev, snap, value, text)
         self._dropped(ev, snap, key, text)
 
-    def _stale(self, ev: Event, snap: LedgerSnapshot, value: Any, text: str) -> None:
+    def _stale(self, ev: EventData, snap: LedgerSnapshot, value: Any, text: str) -> None:
         for s in snap.superseded:
             gone, came = stale_pieces(s, snap)
             old = next((p for p in gone if _holds(value, text, p, snap, s.key)), None)
@@ -129,13 +129,13 @@ class MemoryWrites(Check):
             sens = s.sensitivity
             cur = snap.value(s.key)
             now = f", current value {cur!r}" if cur is not None else ""
-            self.fail(f"memory write {where(ev.turn, ev.seq)} stores {old!r}, superseded in "
+            self.fail(f"memory write {where(ev['turn'], ev['seq'])} stores {old!r}, superseded in "
                       f"`{s.key}` at turn {s.superseded_turn}{now}", key=s.key,
-                      seq=ev.seq, turn=ev.turn, severity=SEVERITY_OF_SENSITIVITY[sens],
+                      seq=ev["seq"], turn=ev["turn"], severity=SEVERITY_OF_SENSITIVITY[sens],
                       safety_critical=sens is Sensitivity.SAFETY_CRITICAL)
             return
 
-    def _dropped(self, ev: Event, snap: LedgerSnapshot, key: str, text: str) -> None:
+    def _dropped(self, ev: EventData, snap: LedgerSnapshot, key: str, text: str) -> None:
         carried = frozenset(k for k, e in snap.entries.items()
                             if e.status == "active" and e.class_ in _CARRIED_CLASSES
                             and carries(text, e))
@@ -147,9 +147,9 @@ class MemoryWrites(Check):
             entry = snap.entries.get(k)
             if entry is None or entry.status != "active":
                 continue
-            self.fail(f"memory write {where(ev.turn, ev.seq)} to `{key}` drops "
+            self.fail(f"memory write {where(ev['turn'], ev['seq'])} to `{key}` drops "
                       f"{entry.class_.value} `{k}`, which its previous write carried",
-                      key=k, seq=ev.seq, turn=ev.turn,
+                      key=k, seq=ev["seq"], turn=ev["turn"],
                       severity=SEVERITY_OF_SENSITIVITY[entry.sensitivity],
                       safety_critical=False)
 

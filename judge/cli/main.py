@@ -22,6 +22,8 @@ COMMANDS: tuple[Entry, ...] = (
           "Agreement of judge verdicts with human labels, with bootstrap intervals."),
     Entry("check", "judge.cli.check", "check",
           "Run the deterministic checks: exit 0 all eligible, 1 any vetoed, 2 bad input."),
+    Entry("diff", "judge.cli.diff", "diff",
+          "Compare traces with a baseline trajectory: presence, argument and terminal drift."),
     Entry("grade", "judge.cli.grade", "grade",
           "Grade the judge items of traces against a scenario, after the deterministic "
           "checks."),

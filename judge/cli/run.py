@@ -148,20 +148,24 @@ def report_run(
     database: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write a stored run's report (md, html, json or text)."""
-    from judge.suite.report import render_html, render_markdown, render_text
+    from judge.suite.report import render_markdown, render_text
     from judge.suite.run import stored_summary
 
     with cli_errors():
+        renderers: dict[str, Callable[[dict[str, Any]], str]] = {
+            "md": render_markdown, "text": render_text, "json": _json_dump}
+        if fmt not in (*renderers, "html"):
+            raise InputError(f"unknown format '{fmt}' (md, html, json, text)", field="--format")
         if out is not None:
             check_output(out)
         with open_database(database) as store:
             summary = stored_summary(store, run_id)
-        renderers: dict[str, Callable[[dict[str, Any]], str]] = {
-            "md": render_markdown, "html": render_html, "text": render_text,
-            "json": _json_dump}
-        if fmt not in renderers:
-            raise InputError(f"unknown format '{fmt}' (md, html, json, text)", field="--format")
-        doc = renderers[fmt](summary)
+            if fmt == "html":  # the page also shows earlier runs, labels and calibration
+                from judge.reports.run import run_report, to_html
+
+                doc = to_html(run_report(store, run_id, summary))
+            else:
+                doc = renderers[fmt](summary)
         if out is None:
             echo(doc)
         else:

@@ -366,7 +366,7 @@ def _status_error(obj: dict[str, Any], attrs: dict[str, Any]) -> str | None:
     if code not in _ERROR_CODES:
         return None
     if not message:
-        for ev in obj.get("events") or []:
+        for ev in _span_events(obj):
             if isinstance(ev, dict) and ev.get("name") == "exception":
                 try:
                     ev_attrs = attributes(ev.get("attributes"), "events.attributes")
@@ -377,9 +377,19 @@ def _status_error(obj: dict[str, Any], attrs: dict[str, Any]) -> str | None:
     return str(message or attrs.get("exception.message") or "error")
 
 
+def _span_events(obj: dict[str, Any]) -> list[Any]:
+    """A span's `events` (a list, or nothing); ShapeError for anything else."""
+    events = obj.get("events")
+    if events is None:
+        return []
+    if not isinstance(events, list):
+        raise ShapeError("expected a list of span events", "events")
+    return events
+
+
 def _merge_detail_events(obj: dict[str, Any], attrs: dict[str, Any]) -> None:
     """GenAI content recorded on a `gen_ai.client.inference.operation.details` event."""
-    for ev in obj.get("events") or []:
+    for ev in _span_events(obj):
         if isinstance(ev, dict) and ev.get("name") == "gen_ai.client.inference.operation.details":
             for k, v in attributes(ev.get("attributes"), "events.attributes").items():
                 attrs.setdefault(k, v)

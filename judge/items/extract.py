@@ -18,7 +18,7 @@ from judge.items.model import Item, ItemKind
 from judge.items.slice import SliceSource, build_slice, needles_of
 from judge.ledger.loader import LoadedScenario
 from judge.ledger.scenario import RubricUse, Scenario, Sensitivity
-from judge.trace.model import Event, EventKind, Trace
+from judge.trace.model import Event, EventData, EventKind, Trace
 
 #: Where a rubric applies when the scenario asks for it by name but does not map it.
 DEFAULT_USES: dict[str, RubricUse] = {
@@ -183,7 +183,7 @@ class _ReplyContext:
 
     def unsupported(self, index: int) -> tuple[dict[str, str], ...]:
         while self._fed < index:  # replies come in order: feed what precedes this one
-            self._index.add_event(self._events[self._fed])
+            self._index.add_event(cast(EventData, vars(self._events[self._fed])))
             self._fed += 1
         text = self._events[index].text or ""
         return tuple(c.to_dict() for c in self._index.unsupported(text))

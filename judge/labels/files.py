@@ -82,6 +82,9 @@ def _iter_records(path: str | Path, model: type[M], what: str, *,
             except RecursionError:
                 bad(InputError("JSON nested too deeply", file=file, line=lineno))
                 continue
+            except ValueError as exc:  # an integer too long for Python to convert
+                bad(InputError(f"malformed JSON ({exc})", file=file, line=lineno))
+                continue
             if not isinstance(obj, dict):
                 bad(InputError(f"expected a {what} object", file=file, line=lineno))
                 continue

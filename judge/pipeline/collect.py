@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.checks import CheckReport, run_checks
+from judge.checks.recovery import Recovery, recovery_of
 from judge.errors import InputError
 from judge.items import Item, extract_items
 from judge.ledger import LoadedScenario
@@ -44,8 +45,8 @@ class Source:
 @dataclass
 class TraceChecked:
     """One checked trace: its report, its veto (the first divergence), its items (with their
-    rendered requests when prepared ahead), and its events when it diverged (for the minimal
-    slice of a failure cluster)."""
+    rendered requests when prepared ahead), its events when it diverged (for the minimal
+    slice of a failure cluster) and its recovery from tool errors."""
 
     source: int
     scenario: LoadedScenario | None  # None while crossing a process boundary
@@ -54,6 +55,7 @@ class TraceChecked:
     items: list[Item]
     requests: list[JudgeRequest | None]
     events: list[dict[str, Any]] | None = None
+    recovery: Recovery | None = None  # its tool errors and how many were recovered
 
     @property
     def trace_id(self) -> str:
@@ -137,7 +139,8 @@ class Checker:
         requests: list[JudgeRequest | None] = [None] * len(items)
         if prepare is not None:
             requests = [prepare(it) for it in items]
-        return TraceChecked(index, loaded, report, veto, items, requests, events)
+        return TraceChecked(index, loaded, report, veto, items, requests, events,
+                            recovery_of(trace.events))
 
     def run(self) -> Checked:
         """Check everything (no grading on the way)."""

@@ -1,25 +1,18 @@
 """Agreement report as ONE self-contained HTML file: inline CSS, plots as base64 PNG, no
 scripts and no external URLs, so it reads offline. Every value from labels, verdicts or
-records is escaped (`judge.safe_text.html_text`: control characters shown, then HTML)."""
+records is escaped (`judge.safe_text.html_text`: control characters shown, then HTML).
+The page shell and stylesheet are the ones every report shares (judge.reports.page)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from markupsafe import Markup
+
 from judge.reports.model import AgreementReport
+from judge.reports.page import render
 from judge.reports.text import agreement_rows, flatten, fmt, fmt_ci
 from judge.safe_text import html_text as escape  # visible, then HTML-escaped
-
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;
-max-width:1000px;color:#222;padding:0 1rem}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}
-th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}
-th:first-child,td:first-child{text-align:left}
-th{background:#f3f3f3}
-.figs{display:flex;flex-wrap:wrap;gap:1rem}
-.note{color:#666;font-size:.9em}
-"""
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -86,10 +79,9 @@ def to_html(report: AgreementReport) -> str:
     if report.review:
         parts += ["<h2>Review queue</h2>", _table(
             ["statistic", "value"], [[k, fmt(v)] for k, v in flatten(report.review).items()])]
-    body = "\n".join(parts)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{escape(report.title)}</title><style>{CSS}</style></head>\n"
-            f"<body>\n{body}\n</body></html>\n")
+    # every part above is built from escaped values: it is markup, not content
+    return render("page.html.j2", title=report.title, kind="agreement report",
+                  generated_at=None, body=Markup("\n".join(parts)))
 
 
 def _calibration(cal: dict[str, Any] | None) -> list[str]:

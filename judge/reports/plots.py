@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
 
 def _png(fig: Figure) -> str:
@@ -73,4 +75,68 @@ def confusion_png(confusion: dict[str, int]) -> str:
     ax.set_xticks([0, 1], ["judge fail", "judge pass"])
     ax.set_yticks([0, 1], ["human fail", "human pass"])
     ax.set_title("Confusion matrix")
+    return _png(fig)
+
+
+#: the judge's share, in stacking order, with its colour
+SHARE_COLOURS = {"auto-accepted": "#1a7f37", "review": "#d4a72c",
+                 "overruled by veto": "#cf222e", "unscored": "#8c959f"}
+
+
+def share_png(shares: dict[str, int]) -> str:
+    """One horizontal bar of the run's verdicts: auto-accepted, review, overruled, unscored."""
+    total = sum(shares.values()) or 1
+    fig = Figure(figsize=(7.5, 1.05))
+    ax = fig.add_subplot()
+    left = 0.0
+    for name, colour in SHARE_COLOURS.items():
+        n = shares.get(name, 0)
+        if not n:
+            continue
+        ax.barh([0], [n / total], left=left, color=colour, height=0.6,
+                label=f"{name} {n} ({n / total:.0%})")
+        if n / total > 0.08:
+            ax.text(left + n / total / 2, 0, f"{n / total:.0%}", ha="center", va="center",
+                    color="white", fontsize=10, fontweight="bold")
+        left += n / total
+    ax.set_xlim(0, 1)
+    ax.set_yticks([])
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False,
+              fontsize=9)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    return _png(fig)
+
+
+def trend_png(points: Sequence[Any]) -> str:
+    """Small trend lines over the suite's runs (oldest first): pass rates, review share,
+    agreement with human labels (gaps where a run had no labelled items)."""
+    fig = Figure(figsize=(9.6, 2.1))
+    axes = fig.subplots(1, 3)
+    x = list(range(1, len(points) + 1))
+
+    def line(ax: Any, ys: list[float | None], colour: str, label: str) -> None:
+        ax.plot(x, [float("nan") if y is None else y for y in ys], marker="o",
+                markersize=3.5, color=colour, linewidth=1.6, label=label)
+
+    line(axes[0], [p.scenario_pass_rate for p in points], "#1a7f37", "scenarios")
+    line(axes[0], [p.trace_pass_rate for p in points], "#0969da", "traces")
+    axes[0].legend(loc="lower left", fontsize=7, frameon=False)
+    line(axes[1], [p.review_share for p in points], "#d4a72c", "review share")
+    line(axes[2], [p.agreement for p in points], "#8250df", "agreement")
+    titles = ("pass rate", "review share", "agreement with labels")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(-0.03, 1.03)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.tick_params(labelsize=8)
+        ax.set_xticks(x if len(x) <= 12 else x[:: max(1, len(x) // 6)])
+        ax.set_xlabel("run (oldest → this one)", fontsize=8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    if all(p.agreement is None for p in points):
+        axes[2].text(0.5, 0.5, "no labelled items yet", ha="center", va="center",
+                     transform=axes[2].transAxes, color="grey", fontsize=9)
+    fig.tight_layout()
     return _png(fig)

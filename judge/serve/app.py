@@ -393,10 +393,11 @@ async def runs(request: Request, review: Review, who: str) -> Response:
 
 
 def _run_html(review: Review, run_id: str) -> str:
-    from judge.suite.report import render_html
+    from judge.reports.run import run_report, to_html
     from judge.suite.run import stored_summary
 
-    return render_html(stored_summary(review.store, run_id))
+    summary = stored_summary(review.store, run_id)
+    return to_html(run_report(review.store, run_id, summary))  # judge report run's page
 
 
 async def run_report(request: Request, review: Review, who: str) -> Response:

@@ -139,6 +139,36 @@ class Store:
             cfg["batches"] = {**cfg.get("batches", {}), rubric: batch_id}
             conn.execute(update(T_RUN).where(T_RUN.c.run_id == run_id).values(config=cfg))
 
+    def suite_runs(self, suite: str, *, manifest: str | None = None,
+                   before: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Finished runs of `suite` (optionally only those of `manifest`), newest first, at
+        most `limit`; with `before` (a run id), only runs started before that run. Each as
+        `get_run` returns it, summary included (the run report's changes and trends)."""
+        stmt = (select(T_RUN).where(T_RUN.c.suite == suite, T_RUN.c.status == "finished")
+                .order_by(T_RUN.c.started_at.desc(), T_RUN.c.run_id.desc()))
+        with store_errors(self.url), self._read() as conn:
+            if before is not None:
+                start = conn.execute(select(T_RUN.c.started_at)
+                                     .where(T_RUN.c.run_id == before)).scalar()
+                if start is not None:
+                    stmt = stmt.where(T_RUN.c.started_at < start)
+            if manifest is None:
+                rows = conn.execute(stmt.limit(limit)).mappings().all()
+            else:  # the manifest is inside the JSON config: filtered here
+                rows = []
+                for row in conn.execute(stmt).mappings():
+                    if (row["config"] or {}).get("manifest") == manifest:
+                        rows.append(row)
+                        if len(rows) >= limit:
+                            break
+        out = []
+        for row in rows:
+            run = dict(row)
+            run["started_at"] = as_utc(run["started_at"])
+            run["finished_at"] = as_utc(run["finished_at"])
+            out.append(run)
+        return out
+
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
@@ -148,6 +178,29 @@ class Store:
         out["started_at"] = as_utc(out["started_at"])
         out["finished_at"] = as_utc(out["finished_at"])
         return out
+
+    def previous_finished_run(self, run_id: str, *, suite: str, manifest: str
+                              ) -> dict[str, Any] | None:
+        """The newest *finished* run of the same suite (`suite`) from the same manifest
+        (`config.manifest` equal to `manifest`) that started before run `run_id` (or any, if
+        `run_id` is not stored), `run_id` itself excluded; None if there is none. Returned
+        as `get_run` returns a run (its stored summary included)."""
+        with store_errors(self.url), self._read() as conn:
+            started = conn.execute(select(T_RUN.c.started_at).where(
+                T_RUN.c.run_id == run_id)).scalar_one_or_none()
+            stmt = select(T_RUN).where(T_RUN.c.suite == suite, T_RUN.c.status == "finished",
+                                       T_RUN.c.run_id != run_id)
+            if started is not None:
+                stmt = stmt.where(T_RUN.c.started_at <= started)
+            stmt = stmt.order_by(T_RUN.c.started_at.desc(), T_RUN.c.finished_at.desc(),
+                                 T_RUN.c.run_id.desc())
+            for row in conn.execute(stmt).mappings():
+                if (row["config"] or {}).get("manifest") == manifest:
+                    out = dict(row)
+                    out["started_at"] = as_utc(out["started_at"])
+                    out["finished_at"] = as_utc(out["finished_at"])
+                    return out
+        return None
 
     # -- inputs -------------------------------------------------------------------------
     def save_trace(self, trace: Any) -> str:
@@ -285,6 +338,19 @@ class Store:
             rows = conn.execute(select(T_VERDICT).where(T_VERDICT.c.run_id == run_id)
                                 .order_by(T_VERDICT.c.item_id)).mappings().all()
         return [row_verdict(r) for r in rows]
+
+    def run_verdicts_of(self, run_id: str, item_ids: Iterable[str]) -> list[Verdict]:
+        """The verdicts stored for `run_id` on the given items (e.g. the labelled ones), in
+        item order: a run report's agreement over earlier runs without reading every verdict
+        of every run."""
+        ids = sorted(set(item_ids))
+        out: list[Verdict] = []
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                stmt = select(T_VERDICT).where(T_VERDICT.c.run_id == run_id,
+                                               T_VERDICT.c.item_id.in_(ids[i:i + _CHUNK]))
+                out.extend(row_verdict(r) for r in conn.execute(stmt).mappings())
+        return sorted(out, key=lambda v: v.item_id)
 
     def has_verdict(self, run_id: str, item_id: str) -> bool:
         with store_errors(self.url), self._read() as conn:

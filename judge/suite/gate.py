@@ -26,6 +26,8 @@ class TraceOutcome:
     judge_pending: int = 0  # verdicts waiting for human review
     first_divergence: dict[str, Any] | None = None
     diagnosis: str = ""
+    worst_severity: str | None = None  # of its failed findings (judge.suite.components)
+    components: dict[str, list[int]] = field(default_factory=dict)  # → [numerator, denominator]
 
     @property
     def passed(self) -> bool:

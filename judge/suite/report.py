@@ -5,6 +5,10 @@ every one of them is escaped for where it lands (judge.safe_text). Text shows co
 characters as escapes; Markdown and HTML are built by one function (`_document`) through a
 writer that escapes each such value for its format, so neither can carry a tag, a link, an
 image, a heading or a broken table from the content.
+
+`render_html` here is the summary alone as a plain document. The run report page that
+`judge report run --format html` writes (gate banner, bars, charts, changes and trends from
+the store, the agreement report's page and stylesheet) is judge.reports.run.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
     for name, sc in sorted(s["scenarios"].items()):
         mark = "ok " if sc["passed"] == sc["total"] else "FAIL"
         lines.append(f"  {mark} {names[name].ljust(width)}  {v(sc['text'])}")
+    lines.extend(_repetition_lines(s))
     clusters = s["clusters"]
     if clusters:
         lines.append(f"failures, clustered by first divergence ({len(clusters)} signature(s)):")
@@ -68,6 +73,7 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
                 lines.extend("  " + _event_line(e) for e in c["slice"])
         if len(clusters) > max_clusters:
             lines.append(f"  … {len(clusters) - max_clusters} more signature(s) (--format json)")
+    lines.extend(change_lines(s))
     lines.append(judge_line(s))
     if s.get("uncalibrated_note"):
         lines.append(f"note: {v(s['uncalibrated_note'])}")
@@ -82,6 +88,74 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
     else:
         lines.append("release gate: FAILED — " + "; ".join(v(r) for r in g["reasons"]))
     return "\n".join(lines)
+
+
+def rate_text(r: dict[str, Any] | None) -> str:
+    """`3/4 (75%)`, or `n/a` when nothing was measured."""
+    if not r or not r.get("denominator"):
+        return "n/a"
+    return f"{r['numerator']}/{r['denominator']} ({r['rate']:.0%})"
+
+
+def _repetition_lines(s: dict[str, Any]) -> list[str]:
+    """Flaky scenarios, worst severities and component figures (summaries from before these
+    keys existed show nothing)."""
+    reps: dict[str, Any] = s.get("repetitions") or {}
+    v = visible
+    out: list[str] = []
+    shown = {k: r for k, r in sorted(reps.items()) if r.get("flaky") or r.get("worst_severity")}
+    if shown:
+        out.append("repetitions (flaky = mixed pass/fail; worst severity of a failed finding):")
+        for name, r in shown.items():
+            flaky = " FLAKY" if r.get("flaky") else ""
+            worst = r.get("worst_severity") or "none"
+            out.append(f"  {v(name)}  {r['passed']}/{r['total']}{flaky}  worst {v(worst)}")
+    comps = s.get("components")
+    if comps:
+        out.append("components: " + ", ".join(f"{k} {rate_text(r)}" for k, r in comps.items()))
+    return out
+
+
+def change_lines(s: dict[str, Any]) -> list[str]:
+    """What changed since the previous finished run of the suite, in a few lines."""
+    ch = s.get("changes")
+    if not ch:
+        return []
+    v = visible
+    if not ch.get("previous_run"):
+        return ["changes: no previous finished run of this suite to compare with"]
+    out = [f"changes since run {v(ch['previous_run'])}:"]
+
+    def names(xs: list[Any]) -> str:
+        return ", ".join(v(x) for x in xs[:10]) + (f" … (+{len(xs) - 10})" if len(xs) > 10
+                                                     else "")
+
+    for key, label in (("started_failing", "started failing"),
+                       ("stopped_failing", "stopped failing"),
+                       ("new_scenarios", "new scenarios"),
+                       ("missing_scenarios", "scenarios no longer run")):
+        if ch.get(key):
+            out.append(f"  {label}: {names(ch[key])}")
+    if ch.get("traces_started_failing"):
+        out.append("  traces started failing: "
+                   + names([t["trace_id"] for t in ch["traces_started_failing"]]))
+    if ch.get("new_signatures"):
+        out.append("  new failure signatures: "
+                   + names([f"{c['signature']} ({c['count']})" for c in ch["new_signatures"]]))
+    jc = ch.get("judge_changed") or {}
+    for rubric, pv in (jc.get("prompt_versions") or {}).items():
+        out.append(f"  judge prompt {v(rubric)}: {names(pv['before'])} → {names(pv['after'])}")
+    if jc.get("models"):
+        out.append(f"  judge model: {names(jc['models']['before'])} → "
+                   f"{names(jc['models']['after'])}")
+    flips = ch.get("verdict_flips") or []
+    if flips:
+        after = ch.get("flipped_after_prompt_or_model_change") or []
+        out.append(f"  {len(flips)} verdict(s) flipped"
+                   + (f"; after a prompt/model change, in: {names(after)}" if after else ""))
+    if len(out) == 1:
+        out.append("  no scenario, trace, signature or verdict changed status")
+    return out
 
 
 # -- Markdown and HTML from one document ---------------------------------------------------
@@ -180,6 +254,8 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
     w.heading(2, "Scenarios")
     w.table(["scenario", "passing repetitions"],
             [[w.t(k), w.t(v["text"])] for k, v in sorted(s["scenarios"].items())])
+    _repetitions_doc(s, w)
+    _changes_doc(s, w)
     w.heading(2, "Failures by signature")
     if not s["clusters"]:
         w.para("No failures.")
@@ -195,7 +271,55 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
     w.items([f"mean quality {g['mean_quality']:.3f}",
              f"scenario pass rate {g['scenario_pass_rate']:.1%}",
              f"safety-critical violations {g['safety_critical']}",
-             f"review share {g['review_share']:.1%}"])
+             f"review share {g['review_share']:.1%}"]
+            + [f"{k} {rate_text(r)}" for k, r in (s.get("components") or {}).items()])
+
+
+def _repetitions_doc(s: dict[str, Any], w: _Writer) -> None:
+    reps: dict[str, Any] = s.get("repetitions") or {}
+    if not reps:
+        return
+    w.heading(2, "Repetitions and components")
+    flaky = s.get("flaky") or []
+    w.para("Flaky (mixed pass/fail across repetitions): "
+           + (", ".join(w.t(x) for x in flaky) if flaky else "none") + ".")
+    from judge.suite.components import COMPONENTS
+
+    w.table(["scenario", "passing", "flaky", "worst severity", *COMPONENTS],
+            [[w.t(k), f"{r['passed']}/{r['total']}", "yes" if r.get("flaky") else "no",
+              w.t(r.get("worst_severity") or "none"),
+              *[w.t(rate_text((r.get("components") or {}).get(c))) for c in COMPONENTS]]
+             for k, r in sorted(reps.items())])
+
+
+def _changes_doc(s: dict[str, Any], w: _Writer) -> None:
+    ch = s.get("changes")
+    if not ch:
+        return
+    w.heading(2, "Changes since the previous run")
+    if not ch.get("previous_run"):
+        w.para("No previous finished run of this suite to compare with.")
+        return
+    w.para(f"Compared with run {w.code(ch['previous_run'])}.")
+    rows = [[label, ", ".join(w.t(x) for x in ch.get(key) or []) or "—"]
+            for key, label in (("started_failing", "started failing"),
+                               ("stopped_failing", "stopped failing"),
+                               ("new_scenarios", "new scenarios"),
+                               ("missing_scenarios", "no longer run"))]
+    rows.append(["traces started failing", ", ".join(
+        w.t(t["trace_id"]) for t in (ch.get("traces_started_failing") or [])[:50]) or "—"])
+    rows.append(["new failure signatures", ", ".join(
+        w.t(c["signature"]) for c in ch.get("new_signatures") or []) or "—"])
+    rows.append(["flipped after a prompt/model change", ", ".join(
+        w.t(x) for x in ch.get("flipped_after_prompt_or_model_change") or []) or "—"])
+    w.table(["change", "what"], rows)
+    flips = ch.get("verdict_flips") or []
+    if flips:
+        w.table(["item", "before", "after", "prompt version", "model"],
+                [[w.t(f["item_id"]), w.t(f["before"]), w.t(f["after"]),
+                  w.t(f"{f['prompt_version']['before']} → {f['prompt_version']['after']}"),
+                  w.t(f"{f['model']['before']} → {f['model']['after']}")]
+                 for f in flips[:100]])
 
 
 def render_markdown(s: dict[str, Any]) -> str:

@@ -13,7 +13,17 @@ from judge.grading.engine import GradingStats
 from judge.ledger import LoadedScenario
 from judge.pipeline.collect import TraceChecked
 from judge.routing import UNCALIBRATED
+from judge.suite.changes import changes_since
 from judge.suite.cluster import cluster_failures, minimal_slice
+from judge.suite.components import (
+    Counts,
+    add,
+    rates,
+    scope_of,
+    trace_components,
+    worse,
+    worst_severity,
+)
 from judge.suite.gate import JudgeContribution, TraceOutcome, evaluate_gate
 from judge.suite.plan import Plan
 
@@ -37,7 +47,8 @@ class Outcomes:
             trace_id=report.trace_id, scenario_id=loaded.scenario.id, eligible=report.eligible,
             quality=report.quality_score, safety_critical_failures=len(report.vetoes),
             first_divergence=first.to_dict() if first else None,
-            diagnosis=report.diagnosis()))
+            diagnosis=report.diagnosis(), worst_severity=worst_severity(report),
+            components=trace_components(report, tc.recovery)))
         if first is not None and first.seq is not None and tc.events is not None:
             self.slices[report.trace_id] = minimal_slice(
                 tc.events, _from_turn(loaded, report, first.turn or 0), first.seq)
@@ -61,7 +72,8 @@ def _trace_of(item_id: str) -> str:
 def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: Store,
               run_id: str, judge_name: str, model_spec: str, stats: GradingStats | None, *,
               require_calibrated: bool) -> dict[str, Any]:
-    """The run's summary (stored on the run; `judge report run` renders it)."""
+    """The run's summary (stored on the run; `judge report run` renders it), with what
+    changed since the previous finished run of the same suite (`changes`)."""
     verdicts = store.run_verdicts(run_id)
     judge = JudgeContribution(judge=judge_name, items=len(verdicts))
     per_trace: dict[str, list[Verdict]] = defaultdict(list)
@@ -86,11 +98,13 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
         vs = per_trace.get(o.trace_id, [])
         o.judge_fails = sum(1 for v in vs if v.label == "fail" and v.route == "auto_accept")
         o.judge_pending = sum(1 for v in vs if v.route == "review")
+        o.components["scope"] = scope_of(vs)
     expected = {ps.loaded.scenario.id: ps.repetitions for ps in plan.scenarios}
     gate = evaluate_gate(outcomes.outcomes, judge, plan.suite.release, expected,
                          require_calibrated=require_calibrated)
     clusters = cluster_failures(outcomes.outcomes, outcomes.slices)
-    return {
+    repetitions = _repetitions(gate.scenario_pass, outcomes.outcomes)
+    summary: dict[str, Any] = {
         "run_id": run_id,
         "suite": plan.suite_name,
         "manifest": str(plan.manifest_path),
@@ -101,6 +115,7 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
                   "uncalibrated": judge.uncalibrated, "review_share": judge.review_share,
                   "provider_calls": judge.provider_calls, "cache_hits": judge.cached},
         "gate": gate.to_dict(),
+        "release": plan.suite.release.model_dump(),  # the rules' thresholds, for reports
         "scenarios": {s: {"passed": p, "total": t, "text": f"{p}/{t}"}
                       for s, (p, t) in gate.scenario_pass.items()},
         "clusters": [c.to_dict() for c in clusters],
@@ -108,9 +123,40 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
                     "eligible": o.eligible, "quality": o.quality,
                     "safety_critical_failures": o.safety_critical_failures,
                     "judge_fails": o.judge_fails, "judge_pending": o.judge_pending,
-                    "first_divergence": o.first_divergence} for o in outcomes.outcomes],
+                    "first_divergence": o.first_divergence,
+                    "worst_severity": o.worst_severity, "components": o.components}
+                   for o in outcomes.outcomes],
         "input_errors": [e.message for e in errors],
         "uncalibrated_note": (f"{judge.uncalibrated} verdict(s) came from a prompt/model with "
                               "no calibration record; all were sent to human review"
                               if judge.uncalibrated else None),
     }
+    overall: Counts = {}
+    for o in outcomes.outcomes:
+        add(overall, o.components)
+    summary["components"] = rates(overall)
+    summary["repetitions"] = repetitions
+    summary["flaky"] = sorted(s for s, r in repetitions.items() if r["flaky"])
+    previous = store.previous_finished_run(
+        run_id, suite=plan.suite_name, manifest=str(plan.manifest_path.resolve()))
+    summary["changes"] = changes_since(
+        previous, store.run_verdicts(previous["run_id"]) if previous else [], summary, verdicts)
+    return summary
+
+
+def _repetitions(scenario_pass: dict[str, tuple[int, int]], outcomes: list[TraceOutcome]
+               ) -> dict[str, dict[str, Any]]:
+    """Per scenario: passing repetitions, `flaky` (some repetitions passed and some failed),
+    the worst severity of any failed finding, judge fails that stand, and the component
+    figures summed over its repetitions."""
+    worst: dict[str, str | None] = {}
+    counts: dict[str, Counts] = defaultdict(dict)
+    judge_fails: dict[str, int] = defaultdict(int)
+    for o in outcomes:
+        worst[o.scenario_id] = worse(worst.get(o.scenario_id), o.worst_severity)
+        add(counts[o.scenario_id], o.components)
+        judge_fails[o.scenario_id] += o.judge_fails
+    return {s: {"passed": p, "total": t, "flaky": 0 < p < t,
+                "worst_severity": worst.get(s), "judge_fails": judge_fails[s],
+                "components": rates(counts[s])}
+            for s, (p, t) in scenario_pass.items()}

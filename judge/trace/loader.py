@@ -327,8 +327,10 @@ class JsonlChunk:
     reading would read them (the first line must lie outside any streamed trace), each
     trace an `EventStream`.
 
-    Iterating stops before a streamed trace's header line: `stopped_at` is then its line
-    number, for the caller to read from there on, in order (`iter_jsonl_lines`).
+    Iterating stops before a streamed trace's header line (or a line that may be one: an
+    undecodable line, a stray event line, whose errors take the event lines after them
+    along): `stopped_at` is then its line number, for the caller to read from there on, in
+    order (`iter_jsonl_lines`).
     """
 
     def __init__(self, data: bytes, file: str, first_line: int,
@@ -352,7 +354,11 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
         try:
             item = lines.next()
         except InputError as exc:  # not UTF-8: that line is lost, the next one is read
-            _fail(exc, errors)
+            if stop_at_streamed:  # maybe a streamed trace's header: read it in order
+                lines.push((lines.lineno, ""))
+                return
+            _fail(exc, errors)  # a header or a stray event (a whole trace comes as bytes):
+            _StreamedEvents(lines, file, reader).drain()  # events after it go with it
             continue
         if item is None:
             return
@@ -367,15 +373,17 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
             except InputError as exc:
                 _fail(exc, errors)
                 continue
+        if stop_at_streamed and '"events"' not in raw:
+            # not a whole trace: a streamed trace's header, or a bad line whose error takes
+            # the event lines after it along; the whole-file reading reads from here, in order
+            lines.push((lineno, raw))
+            return
         try:
             obj = _loads(raw, file, lineno)
             if isinstance(obj, dict) and "kind" in obj and "trace_id" not in obj:
                 raise InputError("event line without a preceding trace header line",
                                  file=file, line=lineno)
             if isinstance(obj, dict) and "events" not in obj:
-                if stop_at_streamed:
-                    lines.push((lineno, raw))
-                    return
                 try:
                     header = TraceHeader.model_validate(obj)
                 except ValidationError as exc:
@@ -387,8 +395,8 @@ def _iter_lines(lines: _Lines, file: str, errors: list[InputError] | None,
             trace = _parse_trace(obj, file, lineno)
         except InputError as exc:
             _fail(exc, errors)
-            if '"events"' not in raw:  # a bad header (or stray event): its events go
-                _StreamedEvents(lines, file, reader).drain()  # with it, one error for all
+            if '"events"' not in raw:  # a bad header, a stray event, a line that is no
+                _StreamedEvents(lines, file, reader).drain()  # trace: event lines go with it
             continue
         yield reader.stream(header_of(trace), iter(reader.events_of(trace)), file, lineno)
 
