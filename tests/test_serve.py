@@ -284,7 +284,7 @@ def test_run_report_page_of_a_real_run(tmp_path) -> None:
     from judge.cli.main import app
     from judge.store import open_store
 
-    suite = Path(__file__).resolve().parent.parent / "examples/suites/nightly.yaml"
+    suite = Path(__file__).resolve().parent.parent / "examples/nightly.yaml"
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     ran = CliRunner().invoke(app, ["run", str(suite), "--suite", "pull_request", "--db", url,
                                    "--format", "json"])
