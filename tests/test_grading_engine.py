@@ -305,6 +305,25 @@ def test_changed_item_misses_the_memo_and_is_graded_again(prompt: Prompt) -> Non
     assert len(provider.requests) == 1 and len(cache) == 2
 
 
+def test_a_changed_redaction_block_misses_the_memo(prompt: Prompt) -> None:
+    """The scenario's redaction block decides what the judge sees: an item under another
+    block is another render (here the secret pattern matches nothing, so the request is the
+    same and the call cache answers it), never a memo hit for the old one."""
+    from judge.grading.keys import MemoMaker
+    from judge.providers.base import ModelParams
+
+    plain = make_item(1)
+    blocked = make_item(1)
+    object.__setattr__(blocked, "redaction", {"secret_patterns": ("zzz-[0-9]+",)})
+    memo = MemoMaker(prompt.hash, "scripted", ModelParams(), None, endpoint="")
+    assert memo.key(plain) != memo.key(blocked)
+    cache = MemoryCache()
+    run([plain], prompt, ScriptedProvider(default=PASS), cache)
+    provider = ScriptedProvider(default=PASS)
+    run([blocked], prompt, provider, cache)
+    assert len(cache.memos) == 2 and provider.requests == []
+
+
 class PlainCache:
     """A CallCache with only get/put (no render memo), like a minimal store."""
 

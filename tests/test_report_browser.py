@@ -132,7 +132,7 @@ def test_run_report_renders_in_chromium(browser: Any, tmp_path: Path) -> None:
                        "repetitions": 3}]}}}))
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     for _ in range(2):  # two runs: the changes section and the trend lines
-        code, out = _judge("run", suite, "--format", "json", "--db", url)
+        code, out = _judge("run", suite, "--allow-outside", "--format", "json", "--db", url)
         assert code == 1, out
     page = tmp_path / "run.html"
     assert _judge("report", "run", json.loads(out)["run_id"], "--format", "html", "--db",

@@ -71,7 +71,7 @@ def judge(*args: str | Path) -> tuple[int, str]:
 
 
 def run_and_report(suite: Path, url: str, out: Path) -> tuple[str, str]:
-    code, stdout = judge("run", suite, "--format", "json", "--db", url)
+    code, stdout = judge("run", suite, "--allow-outside", "--format", "json", "--db", url)
     assert code in (0, 1), stdout
     run_id = json.loads(stdout)["run_id"]
     code, _ = judge("report", "run", run_id, "--format", "html", "--db", url, "-o", out)
@@ -109,7 +109,7 @@ def test_two_runs_where_a_scenario_starts_failing(store_url: str, tmp_path: Path
     (bar, _), = page.find("span", "bar")
     assert bar["title"] == "1 of 2"
     row = next(t for _a, t in page.find("tr") if t.startswith("refund-once"))
-    assert "unsafe" in row and "flaky" in row and f"for 1 run(s), since {second_id}" in row
+    assert "safety-critical" in row and "flaky" in row and f"for 1 run(s), since {second_id}" in row
     # the judge's share and each prompt version's calibration state
     imgs = [a for a, _t in page.find("img")]
     assert {a["alt"].split(":")[0] for a in imgs} == {"judge share", "trend lines"}
@@ -139,7 +139,8 @@ def test_two_runs_where_a_scenario_starts_failing(store_url: str, tmp_path: Path
 def test_run_report_trend_agreement_from_labels(store: Store, tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "suite.yaml",
                         [REFUND / "pass.json", REFUND / "fail-second-refund.json"])
-    ids = [json.loads(judge("run", suite, "--format", "json", "--db", store.url)[1])["run_id"]
+    ids = [json.loads(judge("run", suite, "--allow-outside", "--format", "json", "--db",
+                            store.url)[1])["run_id"]
            for _ in range(2)]
     verdicts = [v for v in store.run_verdicts(ids[1]) if v.label != "unscored"]
     assert len(verdicts) >= 2
@@ -257,7 +258,7 @@ def test_nightly_example_page_is_small_and_self_contained(tmp_path: Path) -> Non
     """The nightly suite over the examples and 200 tau-bench trajectories, run twice (so the
     page has its trend lines): one file under 2 MB that loads nothing from anywhere."""
     url = f"sqlite:///{tmp_path / 'judge.db'}"
-    suite = ROOT / "examples" / "suites" / "nightly.yaml"
+    suite = ROOT / "examples" / "nightly.yaml"
     for _ in range(2):
         code, stdout = judge("run", suite, "--suite", "nightly", "--format", "json",
                              "--db", url)

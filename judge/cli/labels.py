@@ -2,6 +2,8 @@
 
     judge labels export -o FILE [--annotator NAME] [--rubric R]   (the whole history)
     judge labels import FILE [--clock-skew SECONDS]                 (idempotent)
+    judge labels plan --rubric R --target-width W [--version V] [--confidence 0.95]
+                      [--format text|json] [--limit N] [--queue]   (the label budget)
 
 Export writes every stored label, oldest first, so an import elsewhere rebuilds the same
 history (newer labels by the same annotator supersede older ones, both stay). Import checks
@@ -12,6 +14,7 @@ Each bad line is one error naming file:line and field, and then nothing is impor
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -26,7 +29,8 @@ from judge.outputs import check_output, is_stdout
 if TYPE_CHECKING:
     from judge.labels.importing import BadLabelFile, LabelFile
 
-app = typer.Typer(help="Human labels: export and import (JSONL).", no_args_is_help=True)
+app = typer.Typer(help="Human labels: export, import (JSONL) and plan what to label next.",
+                  no_args_is_help=True)
 
 
 @app.command("export")
@@ -110,3 +114,50 @@ def _bad_lines(exc: BadLabelFile) -> NoReturn:
         typer.echo(f"judge: error: … and {len(exc.errors) - MAX_LISTED} more bad lines",
                    err=True)
     die(exc.message)
+
+
+class PlanFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command("plan")
+def plan(
+    rubric: str = typer.Option(..., "--rubric", help="the rubric to plan labels for"),
+    target_width: float = typer.Option(..., "--target-width", min=0.001, max=1.0,
+                                       help="widest agreement interval wanted (e.g. 0.1)"),
+    version: str | None = typer.Option(None, "--version", help="prompt version of the "
+                                       "verdicts (default: the most common stored)"),
+    confidence: float = typer.Option(0.95, "--confidence", min=0.5, max=0.999,
+                                     help="interval confidence level"),
+    fmt: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json"),
+    limit: int | None = typer.Option(None, "--limit", min=0,
+                                     help="list (and queue) only the first N items"),
+    queue: bool = typer.Option(False, "--queue", help="put the listed items at the front "
+                               "of the review queue, in plan order"),
+    seed: int = typer.Option(0, "--seed", help="seed of the order within a stratum"),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """How many more labels per class bring agreement intervals to a width, and which items
+    to label next (stratified by the judge's label and confidence, not queue order)."""
+    import json
+
+    from judge.calibration.lookup import find_calibration
+    from judge.labels.plan import plan_for_rubric, plan_requests, plan_text
+    from judge.safe_text import json_safe
+
+    with cli_errors():
+        with open_database(db) as store:
+            result = plan_for_rubric(
+                store, rubric, prompt_version=version, target_width=target_width,
+                confidence=confidence, seed=seed, limit=limit,
+                find_calibration=lambda r, h, m: find_calibration(store, r, h, m))
+            queued = store.queue.serve_first(plan_requests(result)) if queue else None
+        if fmt is PlanFormat.json:
+            doc = result.to_dict()
+            doc["queued"] = queued
+            echo(json_safe(json.dumps(doc, indent=2)))
+        else:
+            echo(plan_text(result), nl=False)
+            if queued is not None:
+                echo(f"{queued} items put at the front of the review queue", err=True)

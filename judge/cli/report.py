@@ -5,6 +5,9 @@
     judge report agreement --rubric R [--prompt-version V] [--model M] [--db URL]
                            [--format md|json|csv|html] [-o FILE]
 
+    judge report drift --suite NAME [--manifest PATH] [--format html|md|json] [-o FILE]
+                       [--window 5] [--db URL]
+
 Without -o the report goes to stdout. HTML is one self-contained file (plots embedded).
 Database mode (no --labels/--verdicts) reads the newest stored verdict per item of the rubric,
 the items' label history, the calibration record of the verdicts' prompt and model (database,
@@ -92,3 +95,46 @@ def _from_store(rubric: str, prompt_version: str | None, model: str | None, db: 
     with open_store(db or Settings.load().database_url) as store:
         return report_from_store(store, rubric, prompt_version=prompt_version, model=model,
                                  calibration_root=calibration, n_boot=n_boot, seed=seed)
+
+
+class DriftFormat(StrEnum):
+    html = "html"
+    md = "md"
+    json = "json"
+
+
+@app.command("drift")
+def drift(
+    suite: str = typer.Option(..., "--suite", help="the suite whose runs to compare"),
+    manifest: Path | None = typer.Option(None, "--manifest",
+                                         help="only runs started from this manifest file"),
+    fmt: DriftFormat = typer.Option(DriftFormat.html, "--format", help="html, md or json"),
+    output: Path | None = typer.Option(None, "-o", "--output",
+                                       help="file to write (default stdout)"),
+    window: int = typer.Option(5, "--window", min=1,
+                               help="earlier runs pooled as each run's baseline"),
+    db: str | None = typer.Option(
+        None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed (corrected pass rate)"),
+) -> None:
+    """Agreement drift across a suite's runs: agreement of the audit share, review share,
+    pass rate and corrected pass rate per run, plots, and drops beyond the intervals."""
+    from judge.calibration.drift import drift_from_store
+    from judge.cli.database import open_database
+    from judge.reports.drift import render
+
+    with cli_errors():
+        if output is not None:
+            check_output(output)
+        with open_database(db) as store:
+            report = drift_from_store(store, suite, manifest=manifest, window=window,
+                                      seed=seed)
+        if not report.runs:
+            die(f"no finished run of suite '{suite}' in the database"
+                + (f" from manifest {manifest}" if manifest else ""))
+        text = render(report, fmt.value)
+        if output is None:
+            echo(text, nl=False)
+            return
+        write_output(output, text)
+    echo(f"wrote {field(output)}", err=True)

@@ -106,7 +106,10 @@ def cache_key(prompt_hash: str, model: str, params: ModelParams, request: JudgeR
 def renderer_fingerprint() -> str:
     """A digest of the code that turns an item into a request (rendering, redaction, slice
     text). A render memo is only trusted while this code is unchanged."""
+    from judge.redaction.fingerprint import code_fingerprint
+
     h = hashlib.sha256()
+    h.update(code_fingerprint().encode("utf-8"))  # the redaction engine, its rules and data
     for name in RENDER_MODULES:
         module = importlib.import_module(name)
         path = getattr(module, "__file__", None)
@@ -116,7 +119,7 @@ def renderer_fingerprint() -> str:
 
 
 RENDER_MODULES = ("judge.prompts.render", "judge.prompts.redact", "judge.prompts.files",
-                  "judge.items.slice", "judge.items.model")
+                  "judge.items.slice", "judge.items.model", "judge.request")
 
 # No key sorting: equal items from the same source serialize alike, and a memo miss on a
 # reordered dict is harmless (the item is rendered and found by its cache key).
@@ -147,7 +150,9 @@ class MemoMaker:
         content = (item.item_id, item.trace_id, item.seq, item.turn, item.rubric, item.kind,
                    item.goal, item.ledger, item.events, item.target, sorted(item.ledger_keys),
                    sorted(item.slice_seqs), item.safety_critical, item.candidate,
-                   item.unsupported, item.end_state, item.actions)
+                   item.unsupported, item.end_state, item.actions,
+                   # the scenario's redaction block: other patterns, another request
+                   sorted(item.redaction.items()) if item.redaction else None)
         try:
             h.update(orjson.dumps(content, option=_ORJSON_OPTS, default=str))
         except TypeError:  # e.g. an integer beyond 64 bits

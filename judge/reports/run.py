@@ -410,9 +410,11 @@ def to_html(report: RunReport, *, max_clusters: int = 40) -> str:
     s = report.summary
     g = s["gate"]
     traces = s.get("traces") or []
-    j = s.get("judge") or {}
+    # a summary stored by an older judge may lack some of these
+    j = {"name": "unknown", "model": "unknown", "provider_calls": 0, "cache_hits": 0,
+         **(s.get("judge") or {})}
     shares = {k: report.shares.get(k, 0) for k in SHARES}
-    if not any(shares.values()) and j:  # a summary without stored verdicts: its counts
+    if not any(shares.values()) and s.get("judge"):  # a summary without stored verdicts: its counts
         shares = {"auto-accepted": j.get("auto_accepted", 0), "review": j.get("review", 0),
                   "overruled by veto": j.get("overruled", 0),
                   "unscored": j.get("unscored", 0)}

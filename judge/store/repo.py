@@ -202,6 +202,23 @@ class Store:
                     return out
         return None
 
+    def suite_run_history(self, suite: str, *, statuses: Sequence[str] = ("finished",),
+                          include: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The runs of `suite` with one of `statuses` (and the runs named in `include`,
+        whatever their status), oldest first: run_id, status, started_at, finished_at,
+        config and summary."""
+        cond = T_RUN.c.status.in_(list(statuses))
+        if include:
+            cond = cond | T_RUN.c.run_id.in_(list(include))
+        stmt = (select(T_RUN).where(T_RUN.c.suite == suite, cond)
+                .order_by(T_RUN.c.started_at, T_RUN.c.run_id))
+        with store_errors(self.url), self._read() as conn:
+            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        for r in rows:
+            r["started_at"] = as_utc(r["started_at"])
+            r["finished_at"] = as_utc(r["finished_at"])
+        return rows
+
     # -- inputs -------------------------------------------------------------------------
     def save_trace(self, trace: Any) -> str:
         """Store a trace (judge.trace.Trace or its dict); an already stored id is kept."""

@@ -29,6 +29,8 @@ L: Any = LabelRow.__table__
 
 DEFAULT_LEASE_S = REVIEW_LEASE_S
 STATES = ("open", "claimed", "done")
+#: the sort key of the first entry `ReviewQueue.serve_first` puts at the front
+FRONT = -2.0
 
 LEASES = LeaseTable(name="review_queue", key="item_id", free="open", held="claimed",
                     owner="claimed_by",
@@ -143,6 +145,36 @@ class ReviewQueue:
 
     def release_expired(self) -> int:
         return self._leases.release_expired()
+
+    # -- priorities ---------------------------------------------------------------------
+    def serve_first(self, requests: Sequence[ReviewRequest]) -> int:
+        """Put these items at the front of the queue, in the order given (after open
+        safety-critical items, which always come first): an item not queued yet is added
+        with its request's reason; a queued one keeps its entry and reason and moves up.
+        Items already done (labelled by enough annotators) stay as they are. Returns how many
+        items are now at the front.
+
+        The front is the sort key's range [-2, -1) (every other entry sorts by a confidence
+        in [0, 1]); the entry's `confidence` column keeps the verdict's own value. One
+        transaction."""
+        if not requests:
+            return 0
+        ids = [r.item_id for r in requests]
+        if len(set(ids)) != len(ids):
+            raise InputError("an item is named twice", field="item_id")
+        now = utcnow()
+        with store_errors(self._url), self._engine.begin() as conn:
+            state: dict[str, str] = {}
+            for i in range(0, len(ids), 500):
+                state.update({iid: st for iid, st in conn.execute(
+                    select(Q.c.item_id, Q.c.state).where(Q.c.item_id.in_(ids[i:i + 500])))})
+            enqueue(conn, [r for r in requests if r.item_id not in state], now=now)
+            front = [{"b_item": r.item_id, "b_key": FRONT + rank / len(requests)}
+                     for rank, r in enumerate(requests) if state.get(r.item_id) != "done"]
+            if front:
+                conn.execute(update(Q).where(Q.c.item_id == bindparam("b_item"))
+                             .values(sort_confidence=bindparam("b_key")), front)
+        return len(front)
 
     # -- reading ------------------------------------------------------------------------
     def entries(self, *, state: str | None = "open", rubric: str | None = None,

@@ -54,6 +54,19 @@ class JudgeContribution:
         return self.review / self.items if self.items else 0.0
 
 
+@dataclass(frozen=True)
+class AgreementDrop:
+    """The newest run with labelled audit items against the pooled earlier runs
+    (judge.calibration.drift): `flagged` when the drop's interval lies wholly above 0."""
+
+    run_id: str
+    agreement: float
+    baseline: float
+    drop: float
+    ci: tuple[float, float]
+    flagged: bool
+
+
 @dataclass
 class GateResult:
     passed: bool
@@ -64,6 +77,7 @@ class GateResult:
     safety_critical: int
     review_share: float
     missing_repetitions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    agreement_drop: AgreementDrop | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -76,7 +90,8 @@ class GateResult:
 
 def evaluate_gate(outcomes: list[TraceOutcome], judge: JudgeContribution, rules: ReleaseRules,
                   expected_reps: dict[str, int | None] | None = None,
-                  require_calibrated: bool = False) -> GateResult:
+                  require_calibrated: bool = False,
+                  agreement_drop: AgreementDrop | None = None) -> GateResult:
     per: dict[str, list[TraceOutcome]] = defaultdict(list)
     for o in outcomes:
         per[o.scenario_id].append(o)
@@ -109,5 +124,12 @@ def evaluate_gate(outcomes: list[TraceOutcome], judge: JudgeContribution, rules:
     if require_calibrated and judge.uncalibrated:
         reasons.append(f"{judge.uncalibrated} verdict(s) from an uncalibrated prompt/model "
                        "(--require-calibrated)")
+    drop = agreement_drop
+    if (rules.max_agreement_drop is not None and drop is not None and drop.flagged
+            and drop.drop > rules.max_agreement_drop):
+        reasons.append(f"agreement fell by {drop.drop:.1%} in run {drop.run_id} "
+                       f"({drop.baseline:.1%} before, {drop.agreement:.1%} on its audit share; "
+                       f"95% interval of the drop {drop.ci[0]:.1%} to {drop.ci[1]:.1%}), above "
+                       f"max_agreement_drop {rules.max_agreement_drop:.1%}")
     return GateResult(not reasons, reasons, scenario_pass, pass_rate, mean_q, safety,
-                      judge.review_share, missing)
+                      judge.review_share, missing, drop)

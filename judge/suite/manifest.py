@@ -17,6 +17,8 @@ suites:
       min_scenario_pass_rate: 0.5   # share of scenarios whose every repetition passed
       quality_floor: 0.6            # mean weighted quality score
       max_review_share: 0.5         # share of judge items sent to human review
+      max_agreement_drop: 0.05      # fail when the audit share's agreement fell by more
+                                    # than this, beyond its interval (judge report drift)
 ```
 
 Every path (scenarios, trace files, globs and every file a glob matches) must lie under the
@@ -62,6 +64,7 @@ class ReleaseRules(_Strict):
     min_scenario_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
     quality_floor: float = Field(default=0.0, ge=0.0, le=1.0)
     max_review_share: float = Field(default=1.0, ge=0.0, le=1.0)
+    max_agreement_drop: float | None = Field(default=None, ge=0.0, le=1.0)  # None: no rule
 
 
 class Suite(_Strict):

@@ -24,7 +24,7 @@ from judge.suite.components import (
     worse,
     worst_severity,
 )
-from judge.suite.gate import JudgeContribution, TraceOutcome, evaluate_gate
+from judge.suite.gate import AgreementDrop, JudgeContribution, TraceOutcome, evaluate_gate
 from judge.suite.plan import Plan
 
 if TYPE_CHECKING:
@@ -69,6 +69,22 @@ def _trace_of(item_id: str) -> str:
         return item_id
 
 
+def _agreement_drop(plan: Plan, store: Store, run_id: str) -> AgreementDrop | None:
+    """The newest run with labelled audit items against the earlier ones (this run included),
+    when the suite has a max_agreement_drop rule."""
+    if plan.suite.release.max_agreement_drop is None:
+        return None
+    from judge.calibration.drift import drift_from_store
+
+    latest = drift_from_store(store, plan.suite_name, manifest=plan.manifest_path,
+                              include=(run_id,), n_boot=0).latest()
+    if latest is None or latest.drop is None or latest.drop_ci is None:
+        return None
+    assert latest.agreement is not None and latest.baseline is not None
+    return AgreementDrop(latest.run_id, latest.agreement, latest.baseline, latest.drop,
+                         (latest.drop_ci[0], latest.drop_ci[1]), latest.flagged)
+
+
 def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: Store,
               run_id: str, judge_name: str, model_spec: str, stats: GradingStats | None, *,
               require_calibrated: bool) -> dict[str, Any]:
@@ -101,7 +117,8 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
         o.components["scope"] = scope_of(vs)
     expected = {ps.loaded.scenario.id: ps.repetitions for ps in plan.scenarios}
     gate = evaluate_gate(outcomes.outcomes, judge, plan.suite.release, expected,
-                         require_calibrated=require_calibrated)
+                         require_calibrated=require_calibrated,
+                         agreement_drop=_agreement_drop(plan, store, run_id))
     clusters = cluster_failures(outcomes.outcomes, outcomes.slices)
     repetitions = _repetitions(gate.scenario_pass, outcomes.outcomes)
     summary: dict[str, Any] = {
