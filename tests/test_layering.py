@@ -65,6 +65,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "reports": {"providers", "grading", "pipeline", "suite", "routing"},
     "stats": _EVERYTHING - {"formats", "stats"},
     "testing": set(),
+    "serve": set(),  # the web app: a consumer like the CLI (and the CLI starts it)
     "cli": set(),
 }
 for _unit in FORBIDDEN:

@@ -25,7 +25,8 @@ from judge.store.migrations import MIGRATIONS, migrate
 #: Every migration, in order. A new migration is added here and to EXPECTED / ADDED_BY.
 NAMES = ["0001_initial_schema", "0002_verdicts_item_run_index", "0003_grading_work",
          "0004_drop_redundant_indexes", "0005_render_memo", "0006_label_import_key",
-         "0007_provider_call_validity"]
+         "0007_provider_call_validity",
+         "0008_annotator_tokens_and_reveals"]
 
 #: The schema after the last migration. Column types are the words of TYPES; "serial" is an
 #: autoincrement integer id. `unique` maps PostgreSQL's constraint name to its columns (SQLite
@@ -227,6 +228,27 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "columns": {"memo_key": "text NOT NULL", "cache_key": "text NOT NULL"},
         "primary_key": "memo_key",
     },
+    "annotator_tokens": {
+        "columns": {
+            "token_hash": "text NOT NULL",
+            "annotator": "text NOT NULL",
+            "created_at": "time NOT NULL",
+            "revoked_at": "time",
+        },
+        "primary_key": "token_hash",
+        "indexes": {"ix_annotator_tokens_annotator": "annotator"},
+    },
+    "label_reveals": {
+        "columns": {
+            "id": "serial NOT NULL",
+            "item_id": "text NOT NULL",
+            "annotator": "text NOT NULL",
+            "verdict_id": "int",
+            "created_at": "time NOT NULL",
+        },
+        "primary_key": "id",
+        "indexes": {"ix_label_reveals_item_annotator": "item_id, annotator"},
+    },
 }
 
 #: The words of EXPECTED as each database reports them.
@@ -251,6 +273,8 @@ ADDED_BY = {
     "0006_label_import_key": [("labels", "column:import_key"),
                               ("labels", "ux_labels_import_key")],
     "0007_provider_call_validity": [("provider_calls", "column:invalid_reason")],
+    "0008_annotator_tokens_and_reveals": [("annotator_tokens", None),
+                                          ("label_reveals", None)],
 }
 
 #: Indexes that the released 0001 made while tables.py still declared them; 0004 drops them.

@@ -56,6 +56,8 @@ COMMANDS: tuple[Entry, ...] = (
                        "Write a stored run's report (md, html, json or text)."),)),
     Entry("review", "judge.cli.review", "app", "The review queue: what people label next."),
     Entry("runs", "judge.cli.runs", "app", "Stored runs: list them (newest first) and show one."),
+    Entry("serve", "judge.cli.serve", "app",
+          "Review in the browser: queue, blind labelling, agreement."),
 )
 
 

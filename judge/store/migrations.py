@@ -306,6 +306,31 @@ def _provider_call_validity(conn: Connection) -> None:
     # validated when stored.
     _run(conn, "ALTER TABLE provider_calls ADD COLUMN invalid_reason VARCHAR")
 
+@migration("0008_annotator_tokens_and_reveals")
+def _annotators(conn: Connection) -> None:
+    # `judge serve`: annotators sign in with a token (only its SHA-256 is stored), and every
+    # reveal of the judge's verdict after a person labelled an item is recorded.
+    _run(conn,
+         _table("annotator_tokens", """
+            token_hash VARCHAR NOT NULL,
+            annotator VARCHAR NOT NULL,
+            created_at {timestamp} NOT NULL,
+            revoked_at {timestamp},
+            PRIMARY KEY (token_hash)
+         """),
+         "CREATE INDEX IF NOT EXISTS ix_annotator_tokens_annotator "
+         "ON annotator_tokens (annotator)",
+         _table("label_reveals", """
+            id {serial} NOT NULL,
+            item_id VARCHAR NOT NULL,
+            annotator VARCHAR NOT NULL,
+            verdict_id INTEGER,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (id)
+         """),
+         "CREATE INDEX IF NOT EXISTS ix_label_reveals_item_annotator "
+         "ON label_reveals (item_id, annotator)")
+
 
 # -- applying them -----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from judge.errors import InputError, StoreError
 from judge.formats import HumanLabel, Verdict, parse_item_id
 from judge.store import review_queue, tables
+from judge.store.annotators import Annotators
 from judge.store.calls import DbCallCache
 from judge.store.db import (
     DEFAULT_BUSY_TIMEOUT_MS,
@@ -83,6 +84,8 @@ class Store:
         """The review queue (judge.store.review_queue)."""
         self.work = WorkQueue(engine, url)
         """The grading work of distributed runs (judge.store.work_queue)."""
+        self.annotators = Annotators(engine, url)
+        """`judge serve`'s sign-in tokens and recorded reveals (judge.store.annotators)."""
 
     @property
     def dialect(self) -> str:
@@ -495,6 +498,47 @@ class Store:
             newest = {(lb.item_id, lb.annotator): lb for lb in out}
             out = list(newest.values())
         return out
+
+    def last_label(self, annotator: str) -> HumanLabel | None:
+        """The newest label `annotator` made (what an undo goes back to), or None."""
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(select(T_LABEL).where(T_LABEL.c.annotator == annotator)
+                               .order_by(T_LABEL.c.id.desc()).limit(1)).mappings().first()
+        return row_label(row) if row is not None else None
+
+    def multi_annotator_items(self) -> list[str]:
+        """Items labelled by two or more distinct annotators (for human–human agreement)."""
+        stmt = (select(T_LABEL.c.item_id).group_by(T_LABEL.c.item_id)
+                .having(func.count(func.distinct(T_LABEL.c.annotator)) > 1))
+        with store_errors(self.url), self._read() as conn:
+            return [r[0] for r in conn.execute(stmt)]
+
+    def has_labelled(self, item_id: str, annotator: str) -> bool:
+        with store_errors(self.url), self._read() as conn:
+            return conn.execute(select(T_LABEL.c.id).where(
+                T_LABEL.c.item_id == item_id, T_LABEL.c.annotator == annotator).limit(1)
+            ).first() is not None
+
+    def newest_verdict_id(self, item_id: str) -> int | None:
+        with store_errors(self.url), self._read() as conn:
+            row = conn.execute(select(T_VERDICT.c.id).where(T_VERDICT.c.item_id == item_id)
+                               .order_by(T_VERDICT.c.id.desc()).limit(1)).first()
+        return int(row[0]) if row is not None else None
+
+    def verdict_rubrics(self) -> list[str]:
+        """The rubrics that have stored verdicts, sorted."""
+        with store_errors(self.url), self._read() as conn:
+            return sorted(r[0] for r in conn.execute(
+                select(T_VERDICT.c.rubric).where(T_VERDICT.c.rubric.is_not(None)).distinct()))
+
+    def runs(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest runs (id, status, suite, started/finished), newest first."""
+        stmt = (select(T_RUN.c.run_id, T_RUN.c.status, T_RUN.c.suite, T_RUN.c.started_at,
+                       T_RUN.c.finished_at).order_by(T_RUN.c.started_at.desc()).limit(limit))
+        with store_errors(self.url), self._read() as conn:
+            return [{**dict(r), "started_at": as_utc(r["started_at"]),
+                     "finished_at": as_utc(r["finished_at"])}
+                    for r in conn.execute(stmt).mappings()]
 
     def count_labels(self) -> int:
         with store_errors(self.url), self._read() as conn:

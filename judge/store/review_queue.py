@@ -196,6 +196,26 @@ class ReviewQueue:
             row = conn.execute(select(Q).where(Q.c.item_id == item_id)).mappings().first()
         return QueueEntry.from_row(row) if row is not None else None
 
+    def held_by(self, annotator: str) -> QueueEntry | None:
+        """The item `annotator` holds a live claim on (the oldest lease first), or None."""
+        stmt = select(Q).where(Q.c.state == "claimed", Q.c.claimed_by == annotator,
+                               Q.c.lease_expires_at > utcnow()).order_by(
+            Q.c.lease_expires_at.asc(), Q.c.item_id.asc()).limit(1)
+        with store_errors(self._url), self._read() as conn:
+            row = conn.execute(stmt).mappings().first()
+        return QueueEntry.from_row(row) if row is not None else None
+
+    def pending_by_rubric(self) -> dict[str, dict[str, int]]:
+        """Entries not done, by rubric and reason: {rubric: {reason: n}} (rubric "" if
+        none)."""
+        out: dict[str, dict[str, int]] = {}
+        stmt = (select(Q.c.rubric, Q.c.reason, func.count()).where(Q.c.state != "done")
+                .group_by(Q.c.rubric, Q.c.reason).order_by(Q.c.rubric, Q.c.reason))
+        with store_errors(self._url), self._read() as conn:
+            for rubric, reason, n in conn.execute(stmt):
+                out.setdefault(rubric or "", {})[reason] = int(n)
+        return out
+
     def remaining_for(self, annotator: str) -> int:
         """Open or claimed-by-them items this annotator has not labelled yet."""
         stmt = text(

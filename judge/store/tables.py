@@ -261,3 +261,23 @@ class MemoRow(_Row, table=Table(
         _str("cache_key"))):
     """Render memo (migration 0005): an item's digest → the call already made for it, so a
     cached rerun finds its answer without rendering the prompt again."""
+
+
+class TokenRow(_Row, table=Table(
+        "annotator_tokens", metadata,
+        _str("token_hash", primary_key=True),  # sha256 hex of the token; never the token
+        _str("annotator", index=True),
+        _when("created_at"),
+        _when("revoked_at", nullable=True))):
+    """An annotator's sign-in token for `judge serve` (migration 0008)."""
+
+
+class RevealRow(_Row, table=Table(
+        "label_reveals", metadata,
+        _serial(),
+        _str("item_id"),
+        _str("annotator"),
+        _int("verdict_id", nullable=True),
+        _when("created_at"),
+        Index("ix_label_reveals_item_annotator", "item_id", "annotator"))):
+    """A person looked at the judge's verdict of an item after labelling it (migration 0008)."""
