@@ -35,8 +35,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "address-change-packed/fail-stale-address.json": {
         "veto": {"stale_value"}, "key": "newAddress", "seq": 8},
     "address-change-shipped/pass.json": {"veto": set()},
-    "address-change-shipped/fail-write-shipped.json": {
-        "veto": {"forbidden"}, "key": "orderShipped", "seq": 6},
+    "address-change-shipped/fail-write-shipped.json": {  # and it claims the change done
+        "veto": {"forbidden", "success_claim"}, "key": "orderShipped", "seq": 6},
     "address-change-shipped/lossy-handoff.json": {"veto": set(), "also": {"summary_audit"}},
     "test-account-compaction/pass.json": {"veto": set()},
     "test-account-compaction/fail-second-account.json": {
