@@ -27,10 +27,23 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "veto": {"forbidden"}, "key": "editableFiles", "seq": 17},
     "browser-correction/fail-stale-browser.json": {
         "veto": {"stale_value"}, "key": "browser", "seq": 19, "also": {"success_claim"}},
-    "refund-once/pass.json": {"veto": set()},
+    # refund-once declares end-state rules: a trace without state snapshots says the end
+    # state was not checked (informational)
+    "refund-once/pass.json": {"veto": set(), "info": {"end_state_unchecked"}},
     "refund-once/fail-second-refund.json": {
-        "veto": {"forbidden", "post_completion_mutation"}, "key": "refundOnce", "seq": 10},
-    "refund-once/fail-no-confirmation.json": {"veto": {"confirmation"}, "seq": 4},
+        "veto": {"forbidden", "post_completion_mutation"}, "key": "refundOnce", "seq": 10,
+        "also": {"unexpected_effect", "missing_fact"}, "info": {"end_state_unchecked"}},
+    "refund-once/fail-no-confirmation.json": {"veto": {"confirmation"}, "seq": 4,
+                                              "info": {"end_state_unchecked"}},
+    # expected outcome (issue 11): the refund call and result removed, "Done: refund rf-1 of
+    # $42.00 is confirmed" kept — a claimed success without its effect is a veto
+    "refund-once/fail-claimed-refund.json": {
+        "veto": {"success_claim", "silent_failure"}, "seq": 8,
+        "also": {"completion", "checkpoint"}, "info": {"end_state_unchecked"}},
+    "refund-once/fail-partial-refund.json": {  # argument drift, declared a veto here
+        "veto": {"argument_drift"}, "seq": 6, "info": {"end_state_unchecked"}},
+    "refund-once/pass-end-state.json": {"veto": set()},
+    "refund-once/fail-end-state.json": {"veto": {"end_state"}, "seq": 14},
     "address-change-packed/pass.json": {"veto": set()},
     "address-change-packed/fail-stale-address.json": {
         "veto": {"stale_value"}, "key": "newAddress", "seq": 8},

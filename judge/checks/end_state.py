@@ -8,7 +8,8 @@ snapshot (one marked `phase: start`, else the first of the trace); the end is th
 
 Each violation is an `end_state` finding naming the collection/record, the field path, the
 expected and the actual value: costly by default (`rules.severity.end_state` overrides).
-A trace without any snapshot is reported (an informational failure: nothing was checked).
+A trace without any snapshot is reported as `end_state_unchecked` (an informational failure:
+nothing was checked; a scenario can make it a veto to require snapshots).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Any
 from judge.checks.base import Check
 from judge.checks.context import CheckContext
 from judge.checks.matching import MISSING, get_path
+from judge.checks.report import Finding
 from judge.diff.normalise import diff_values, same
 from judge.ledger.scenario import EndState, RecordRule, Severity
 from judge.trace.model import EventData, EventKind
 
 State = dict[str, dict[str, Any]]
+UNCHECKED = "end_state_unchecked"
 
 
 def _show(v: Any) -> str:
@@ -137,8 +140,11 @@ class EndStateCheck(Check):
         assert spec is not None
         end = self._end or self._last
         if end is None:
-            self.fail("end state not checked: the trace carries no state_snapshot",
-                      severity=Severity.INFORMATIONAL, safety_critical=False)
+            self.failed += 1  # its own name: overriding `end_state` leaves it alone
+            self.findings.append(Finding(
+                check=UNCHECKED, passed=False, key=None, seq=None, turn=None,
+                severity=Severity.INFORMATIONAL, safety_critical=False,
+                message="end state not checked: the trace carries no state_snapshot"))
             return
         if spec.fixture is not None:
             start, origin = spec.fixture, "the scenario's fixture"

@@ -18,7 +18,7 @@ from judge.checks.completion import (
     completion_summary,
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
-from judge.checks.end_state import EndStateCheck
+from judge.checks.end_state import UNCHECKED, EndStateCheck
 from judge.checks.memory import MemoryWrites
 from judge.checks.outcome import OutcomeCheck
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
@@ -41,7 +41,7 @@ CHECKS: tuple[type[Check], ...] = (
 #: every name a finding's `check` can take (what `rules.severity` may override)
 CHECK_NAMES: frozenset[str] = frozenset(
     {c.name for c in CHECKS} | {"silent_failure", "argument_drift", "unexpected_effect",
-                                "write_order", "missing_fact"})
+                                "write_order", "missing_fact", UNCHECKED})
 
 
 def with_severity(findings: list[Finding], loaded: LoadedScenario) -> list[Finding]:
