@@ -70,10 +70,12 @@ class Reference:
 
 
 def reference_of(scenario_ref: OutcomeRef | None, from_trace: bool, header: TraceHeader,
-                 file: str | None) -> Reference | None:
+                 file: str | None,
+                 allowed_tools: list[str] | None = None) -> Reference | None:
     """The reference for a trace: the scenario's, plus its metadata's with `from_trace`.
 
-    A metadata reference that does not validate is bad input (InputError naming the field)."""
+    A metadata reference that does not validate, or names a tool outside `allowed_tools`
+    (when the scenario has an allow-list), is bad input (InputError naming the field)."""
     ref = OutcomeRef() if scenario_ref is None else scenario_ref
     if not from_trace:
         return Reference(ref, "scenario")
@@ -89,6 +91,11 @@ def reference_of(scenario_ref: OutcomeRef | None, from_trace: bool, header: Trac
                          path=f"metadata.{REFERENCE_FIELD}" + (f".{loc}" if loc else ""),
                          field=next((str(p) for p in reversed(err["loc"])
                                      if isinstance(p, str)), REFERENCE_FIELD)) from None
+    for i, w in enumerate(mine.writes):
+        if allowed_tools is not None and not any_glob(w.tool, allowed_tools):
+            raise InputError(f"trace '{header.trace_id}': tool '{w.tool}' is not in the "
+                             "scenario's allowed_tools", file=file,
+                             path=f"metadata.{REFERENCE_FIELD}.writes.{i}.tool", field="tool")
     if not ref.writes and not ref.facts:
         return Reference(mine, "trace metadata")
     return Reference(OutcomeRef(writes=[*ref.writes, *mine.writes],
@@ -193,6 +200,7 @@ class OutcomeCheck(Check):
         outcome = ctx.scenario.outcome
         self._outcome = outcome
         self._mutating = ctx.rules.mutating_tools
+        self._allowed = ctx.rules.allowed_tools
         comp = ctx.rules.completion
         self._claims = any_regex(comp.success_claims if comp else [])
         self.reference: Reference | None = (
@@ -213,7 +221,8 @@ class OutcomeCheck(Check):
         """Read the trace's reference (with `from_trace`); InputError if it is bad."""
         outcome = self._outcome
         if outcome is not None and outcome.from_trace:
-            self.reference = reference_of(outcome, True, header, file)
+            self.reference = reference_of(outcome, True, header, file,
+                                          self._allowed)
             if self.reference is not None:
                 self._ref_tools = frozenset(w.tool for w in self.reference.ref.writes)
 
