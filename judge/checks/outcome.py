@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from pydantic import ValidationError
@@ -338,11 +339,11 @@ class OutcomeCheck(Check):
                        severity=Severity.COSTLY)
         if ref.ref.ordered:
             order = [writes[paired[i]].seq for i in range(len(wanted)) if i in paired]
-            for a, b in zip(order, order[1:], strict=False):
-                if b < a:
+            for earlier, later in pairwise(order):
+                if later < earlier:
                     self._emit("write_order", f"writes out of the {src} reference's order: "
-                               f"seq {b} comes before seq {a}", seq=b, turn=None,
-                               severity=Severity.TASK_QUALITY)
+                               f"seq {later} comes before seq {earlier}", seq=later,
+                               turn=None, severity=Severity.TASK_QUALITY)
                     break
 
     def _compare_facts(self, ref: Reference) -> None:

@@ -3,8 +3,9 @@
 Keys used by rules, checkpoints and audit phrases exist in the reviewed ledger; completion
 sub-goals name completion or goal keys; tools named anywhere are on the allow-list when there
 is one; mutating and read tools do not overlap, and tools that rules treat as writes
-(lookup `mutate`, confirmation) are mutating; regexes compile; rubric names are known; `rules.severity` names known rules; the expected
-outcome's writes are allowed, mutating tools and its end-state rules fit its fixture.
+(lookup `mutate`, confirmation) are mutating; regexes compile; rubric names are known;
+`rules.severity` names known rules; the expected outcome's writes are allowed, mutating tools
+and its end-state rules fit its fixture.
 Each problem is an `InputError` naming the file, the line, the path and the field.
 """
 
