@@ -4,6 +4,7 @@ produces it and one that does not; bad references exit 2; the tau-bench importer
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from judge.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUND_ONCE = ROOT / "examples" / "scenarios" / "refund-once"
+REFUND_OUTCOME = ROOT / "examples" / "scenarios" / "refund-outcome"
 
 LEDGER: list[dict[str, Any]] = [
     {"turn": 1, "op": "set", "key": "refunded", "class": "completion", "persistence": "task",
@@ -277,11 +279,11 @@ def test_validate_refuses_bad_outcome_blocks(tmp_path: Path) -> None:
 
 
 def test_bad_snapshots_and_references_exit_2_naming_file_and_field(tmp_path: Path) -> None:
-    t = json.loads((REFUND_ONCE / "pass-end-state.json").read_text())
+    t = json.loads((REFUND_OUTCOME / "pass-end-state.json").read_text())
     t["events"][-1]["state"] = {"orders": ["not", "records"]}
     p = tmp_path / "t.json"
     p.write_text(json.dumps(t))
-    result = CliRunner().invoke(app, ["check", str(REFUND_ONCE), str(p)])
+    result = CliRunner().invoke(app, ["check", str(REFUND_OUTCOME), str(p)])
     assert result.exit_code == 2 and "state" in result.stderr and str(p) in result.stderr
     assert "Traceback" not in result.stderr
     sc = scenario(tmp_path, {"from_trace": True})
@@ -293,11 +295,40 @@ def test_bad_snapshots_and_references_exit_2_naming_file_and_field(tmp_path: Pat
     assert "metadata.expected_outcome.facts.0" in result.stderr and str(q) in result.stderr
 
 
-def test_the_issue_case_exits_1() -> None:
-    result = CliRunner().invoke(app, ["check", str(REFUND_ONCE),
-                                      str(REFUND_ONCE / "fail-claimed-refund.json")])
+def _claimed_refund(tmp_path: Path) -> Path:
+    """refund-once/pass.json with the refund_order call and its result removed and the reply
+    "Done: refund rf-1 of $42.00 is confirmed" kept (the case issue 11 reports)."""
+    t = json.loads((REFUND_ONCE / "pass.json").read_text())
+    t["trace_id"] = "refund-once/claimed-refund"
+    t["events"] = [e for e in t["events"] if e["seq"] not in (6, 7)]
+    assert any("refund rf-1 of $42.00 is confirmed" in e.get("text", "") for e in t["events"])
+    p = tmp_path / "claimed-refund.json"
+    p.write_text(json.dumps(t))
+    return p
+
+
+def test_the_issue_case_is_vetoed_by_refund_once_and_refund_outcome(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["check", str(REFUND_ONCE), str(_claimed_refund(tmp_path))])
+    assert result.exit_code == 1 and "VETOED: success_claim" in result.stdout
+    result = CliRunner().invoke(app, ["check", str(REFUND_OUTCOME),
+                                      str(REFUND_OUTCOME / "fail-claimed-refund.json")])
     assert result.exit_code == 1 and "VETOED" in result.stdout
     assert "silent_failure" in result.stdout and "success_claim" in result.stdout
+
+
+def test_the_issue_case_fails_a_suites_gate(tmp_path: Path) -> None:
+    trace = _claimed_refund(tmp_path)
+    shutil.copytree(REFUND_ONCE, tmp_path / "refund-once")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"suites": {"nightly": {
+        "rubrics": ["scope_fidelity"],
+        "scenarios": [{"scenario": "refund-once", "traces": [trace.name]}],
+        "release": {"max_review_share": 1.0, "min_scenario_pass_rate": 0.0}}}}))
+    result = CliRunner().invoke(app, ["run", str(suite), "--format", "json", "--db",
+                                      f"sqlite:///{tmp_path / 'j.db'}"])
+    assert result.exit_code == 1, result.stderr
+    summary = json.loads(result.stdout)
+    assert not summary["gate"]["passed"] and summary["gate"]["safety_critical"] >= 1
 
 
 def test_tau_bench_reference_keeps_database_writes_and_outputs() -> None:

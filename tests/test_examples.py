@@ -27,23 +27,21 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "veto": {"forbidden"}, "key": "editableFiles", "seq": 17},
     "browser-correction/fail-stale-browser.json": {
         "veto": {"stale_value"}, "key": "browser", "seq": 19, "also": {"success_claim"}},
-    # refund-once declares end-state rules: a trace without state snapshots says the end
-    # state was not checked (informational)
-    "refund-once/pass.json": {"veto": set(), "info": {"end_state_unchecked"}},
+    "refund-once/pass.json": {"veto": set()},
     "refund-once/fail-second-refund.json": {
-        "veto": {"forbidden", "post_completion_mutation"}, "key": "refundOnce", "seq": 10,
-        "also": {"unexpected_effect", "missing_fact"}, "info": {"end_state_unchecked"}},
-    "refund-once/fail-no-confirmation.json": {"veto": {"confirmation"}, "seq": 4,
-                                              "info": {"end_state_unchecked"}},
-    # expected outcome (issue 11): the refund call and result removed, "Done: refund rf-1 of
-    # $42.00 is confirmed" kept — a claimed success without its effect is a veto
-    "refund-once/fail-claimed-refund.json": {
+        "veto": {"forbidden", "post_completion_mutation"}, "key": "refundOnce", "seq": 10},
+    "refund-once/fail-no-confirmation.json": {"veto": {"confirmation"}, "seq": 4},
+    # expected outcome and end state (issue 11). Traces without state snapshots say the end
+    # state was not checked (informational).
+    "refund-outcome/pass-end-state.json": {"veto": set()},
+    # the refund call and result removed, "Done: refund rf-1 of $42.00 is confirmed" kept:
+    # a claimed success without its effect is a veto
+    "refund-outcome/fail-claimed-refund.json": {
         "veto": {"success_claim", "silent_failure"}, "seq": 8,
         "also": {"completion", "checkpoint"}, "info": {"end_state_unchecked"}},
-    "refund-once/fail-partial-refund.json": {  # argument drift, declared a veto here
+    "refund-outcome/fail-partial-refund.json": {  # argument drift, declared a veto here
         "veto": {"argument_drift"}, "seq": 6, "info": {"end_state_unchecked"}},
-    "refund-once/pass-end-state.json": {"veto": set()},
-    "refund-once/fail-end-state.json": {"veto": {"end_state"}, "seq": 14},
+    "refund-outcome/fail-end-state.json": {"veto": {"end_state"}, "seq": 14},
     "address-change-packed/pass.json": {"veto": set()},
     "address-change-packed/fail-stale-address.json": {
         "veto": {"stale_value"}, "key": "newAddress", "seq": 8},
@@ -96,7 +94,7 @@ def test_every_example_trace_has_an_expectation() -> None:
 
 def test_every_scenario_validates() -> None:
     dirs = sorted(str(d) for d in SCENARIOS.iterdir() if d.is_dir())
-    assert len(dirs) == 9
+    assert len(dirs) == 10
     result = CliRunner().invoke(app, ["validate", *dirs])
     assert result.exit_code == 0, result.output
     for d in dirs:
