@@ -54,12 +54,13 @@ _NUMBER_IN_TEXT = re.compile(r"[$€£]?[+-]?\d[\d,]*(?:\.\d+)?")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Write:
     tool: str
     args: dict[str, Any]
     seq: int
     turn: int
+    failed: bool = False  # its result was an error: it changed nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +249,7 @@ class OutcomeCheck(Check):
             key = ev.get("call_id") or f"tool:{ev.get('tool') or ''}"
             i = self._pending.pop(key, None)
             if i is not None and ev.get("error") is not None:
-                w = self._writes[i]
-                self._writes[i] = Write(w.tool, w.args, -w.seq, w.turn)  # failed: no effect
+                self._writes[i].failed = True
         elif kind is EventKind.ASSISTANT:
             text = ev.get("text") or ""
             self._final = ev
@@ -280,7 +280,7 @@ class OutcomeCheck(Check):
                        severity=Severity.INFORMATIONAL)
             return
         ledger = ctx.ledger_at()
-        writes = [w for w in self._writes if w.seq > 0]
+        writes = [w for w in self._writes if not w.failed]
         self._compare_writes(ref, writes, ledger)
         self._compare_facts(ref)
         if not self.failed:
