@@ -318,7 +318,8 @@ def test_failed_results_and_wrong_args_never_complete(tmp_path: Path) -> None:
     (f,) = failed(r, "completion")
     assert f.key == "refunded" and f.severity == "task-quality"
     (claim,) = failed(r, "success_claim")
-    assert claim.seq == 8 and not claim.safety_critical
+    # a claimed success that never came true is a veto by default (issue 11)
+    assert claim.seq == 8 and claim.safety_critical and claim.severity == "unsafe"
 
 
 def test_result_matched_to_nearest_preceding_call_without_call_id(tmp_path: Path) -> None:

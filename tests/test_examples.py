@@ -31,12 +31,23 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "refund-once/fail-second-refund.json": {
         "veto": {"forbidden", "post_completion_mutation"}, "key": "refundOnce", "seq": 10},
     "refund-once/fail-no-confirmation.json": {"veto": {"confirmation"}, "seq": 4},
+    # expected outcome and end state (issue 11). Traces without state snapshots say the end
+    # state was not checked (informational).
+    "refund-outcome/pass-end-state.json": {"veto": set()},
+    # the refund call and result removed, "Done: refund rf-1 of $42.00 is confirmed" kept:
+    # a claimed success without its effect is a veto
+    "refund-outcome/fail-claimed-refund.json": {
+        "veto": {"success_claim", "silent_failure"}, "seq": 8,
+        "also": {"completion", "checkpoint"}, "info": {"end_state_unchecked"}},
+    "refund-outcome/fail-partial-refund.json": {  # argument drift, declared a veto here
+        "veto": {"argument_drift"}, "seq": 6, "info": {"end_state_unchecked"}},
+    "refund-outcome/fail-end-state.json": {"veto": {"end_state"}, "seq": 14},
     "address-change-packed/pass.json": {"veto": set()},
     "address-change-packed/fail-stale-address.json": {
         "veto": {"stale_value"}, "key": "newAddress", "seq": 8},
     "address-change-shipped/pass.json": {"veto": set()},
-    "address-change-shipped/fail-write-shipped.json": {
-        "veto": {"forbidden"}, "key": "orderShipped", "seq": 6},
+    "address-change-shipped/fail-write-shipped.json": {  # and it claims the change done
+        "veto": {"forbidden", "success_claim"}, "key": "orderShipped", "seq": 6},
     "address-change-shipped/lossy-handoff.json": {"veto": set(), "also": {"summary_audit"}},
     "test-account-compaction/pass.json": {"veto": set()},
     "test-account-compaction/fail-second-account.json": {
@@ -83,7 +94,7 @@ def test_every_example_trace_has_an_expectation() -> None:
 
 def test_every_scenario_validates() -> None:
     dirs = sorted(str(d) for d in SCENARIOS.iterdir() if d.is_dir())
-    assert len(dirs) == 9
+    assert len(dirs) == 10
     result = CliRunner().invoke(app, ["validate", *dirs])
     assert result.exit_code == 0, result.output
     for d in dirs:

@@ -76,7 +76,7 @@ def test_scenario_schema_accepts_every_example_scenario() -> None:
     assert "class" in props and "class_" not in props  # the YAML spelling, not Python's
     assert "in" in doc["$defs"]["ArgMatcher"]["properties"]
     paths = sorted(SCENARIOS.glob("*/scenario.yaml"))
-    assert len(paths) == 9
+    assert len(paths) == 10  # refund-outcome (issue 11) is the tenth
     for path in paths:
         data = yaml.load(path.read_text(), Loader=_Loader)  # as `load_scenario` reads it
         assert errors(doc, data) == [], path

@@ -121,9 +121,10 @@ values = st.recursive(scalars, lambda kids: st.one_of(
     st.lists(kids, max_size=3), st.dictionaries(st.sampled_from(["a", "id"]), kids,
                                                  max_size=2)), max_leaves=5)
 EVENT_FIELDS = ["text", "tool", "args", "call_id", "result", "error", "key", "value",
-                "reason", "metadata", "bogus"]
+                "reason", "state", "phase", "metadata", "bogus"]
 KINDS = ["user", "assistant", "tool_call", "tool-call", "tool_result", "tool-result",
-         "state_write", "state-write", "summary", "shout", 3, None]
+         "state_write", "state-write", "summary", "state_snapshot", "state-snapshot", "shout",
+         3, None]
 
 
 @st.composite
@@ -147,7 +148,8 @@ def raw_event(draw: st.DrawFn) -> Any:
 @st.composite
 def valid_event(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(["user", "assistant", "tool_call", "tool-call", "tool_result",
-                                 "state-write", "summary"]))
+                                 "state-write", "summary", "state_snapshot",
+                                 "state-snapshot"]))
     ev: dict[str, Any] = {"kind": kind}
     if kind in ("user", "assistant", "summary"):
         ev["text"] = draw(st.text(max_size=5))
@@ -160,6 +162,14 @@ def valid_event(draw: st.DrawFn) -> dict[str, Any]:
     if kind == "state-write":
         ev["key"] = "k"
         ev["value"] = draw(values)
+    if kind.startswith("state-snap") or kind.startswith("state_snap"):
+        ev["state"] = draw(st.dictionaries(
+            st.sampled_from(["orders", "users"]),
+            st.dictionaries(st.sampled_from(["o1", "u1"]),
+                            st.dictionaries(st.sampled_from(["a", "id"]), values, max_size=2),
+                            max_size=2), max_size=2))
+        if draw(st.booleans()):
+            ev["phase"] = draw(st.sampled_from(["start", "end"]))
     if draw(st.booleans()):
         ev["metadata"] = {"m": draw(values)}
     return ev
@@ -167,9 +177,11 @@ def valid_event(draw: st.DrawFn) -> dict[str, Any]:
 
 REQUIRED = {"user": ["text"], "assistant": ["text"], "summary": ["text"],
             "tool_call": ["tool", "args"], "tool-call": ["tool", "args"],
-            "tool_result": ["tool"], "state-write": ["key"]}
+            "tool_result": ["tool"], "state-write": ["key"], "state_snapshot": ["state"],
+            "state-snapshot": ["state"]}
 WRONG = {"text": [3, [], {}], "tool": [1, ["x"]], "args": ["x", [1], 2], "call_id": [5],
          "error": [False], "key": [{}], "reason": [1.5], "metadata": ["m", [1]],
+         "state": [[1], {"orders": 1}, {"orders": [1]}, "x"], "phase": ["middle", 1],
          "seq": [0, -1, "x", 2.5, {}], "turn": [-1, "y", 0.5]}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import cast
@@ -17,10 +18,12 @@ from judge.checks.completion import (
     completion_summary,
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
+from judge.checks.end_state import UNCHECKED, EndStateCheck
 from judge.checks.memory import MemoryWrites
+from judge.checks.outcome import OutcomeCheck
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
 from judge.checks.replies import ReplySupport
-from judge.checks.report import CheckReport
+from judge.checks.report import CheckReport, Finding
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
@@ -33,8 +36,30 @@ _data = cast(Callable[[Event], EventData], vars)
 CHECKS: tuple[type[Check], ...] = (
     ForbiddenCalls, Scope, StaleValues, LookupBeforeMutate, ConfirmationBeforeWrite,
     CompletionCheck, PostCompletionMutation, SuccessClaims, Budgets, Checkpoints, SummaryAudit,
-    MemoryWrites, ReplySupport,
+    MemoryWrites, ReplySupport, OutcomeCheck, EndStateCheck,
 )
+#: every name a finding's `check` can take (what `rules.severity` may override)
+CHECK_NAMES: frozenset[str] = frozenset(
+    {c.name for c in CHECKS} | {"silent_failure", "argument_drift", "unexpected_effect",
+                                "write_order", "missing_fact", UNCHECKED})
+
+
+def with_severity(findings: list[Finding], loaded: LoadedScenario) -> list[Finding]:
+    """The findings with the scenario's `rules.severity` overrides applied to failures."""
+    over = loaded.scenario.rules.severity
+    if not over:
+        return findings
+    out: list[Finding] = []
+    for f in findings:
+        o = over.get(f.check)
+        if o is None or f.passed:
+            out.append(f)
+            continue
+        out.append(dataclasses.replace(
+            f, severity=o.severity if o.severity is not None else f.severity,
+            safety_critical=(o.safety_critical if o.safety_critical is not None
+                             else f.safety_critical)))
+    return out
 
 
 class Checker:
@@ -81,6 +106,9 @@ class Checker:
                              f"not '{scenario.id}'", file=file, field="scenario")
         ctx = CheckContext(self.loaded, self.shared)
         checks = [cls(ctx) for cls in self._classes]
+        for c in checks:
+            if isinstance(c, OutcomeCheck):
+                c.begin_trace(header, file)
         own = self._own_hooks
         after = ctx.after
         by_kind: dict[EventKind, list[Callable[[EventData, CheckContext], None]]] = {}
@@ -121,7 +149,7 @@ class Checker:
         ctx.last_turn_seen = None if n == 0 else turn
         for c in checks:
             c.finish(ctx)
-        findings = [f for c in checks for f in c.findings]
+        findings = with_severity([f for c in checks for f in c.findings], self.loaded)
         suppressed = {c.name: c.suppressed for c in checks if c.suppressed}
         return CheckReport(trace_id=header.trace_id, scenario_id=scenario.id,
                            findings=findings, completion=completion_summary(ctx),

@@ -3,7 +3,9 @@
 Keys used by rules, checkpoints and audit phrases exist in the reviewed ledger; completion
 sub-goals name completion or goal keys; tools named anywhere are on the allow-list when there
 is one; mutating and read tools do not overlap, and tools that rules treat as writes
-(lookup `mutate`, confirmation) are mutating; regexes compile; rubric names are known.
+(lookup `mutate`, confirmation) are mutating; regexes compile; rubric names are known;
+`rules.severity` names known rules; the expected outcome's writes are allowed, mutating tools
+and its end-state rules fit its fixture.
 Each problem is an `InputError` naming the file, the line, the path and the field.
 """
 
@@ -18,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from judge.checks.matching import any_glob
+from judge.checks.runner import CHECK_NAMES
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario, _line_of
 from judge.ledger.scenario import ArgMatcher, EntryClass
@@ -206,6 +209,28 @@ def validate_scenario(loaded: LoadedScenario,
             regex(("ledger", i, "after_result", j, "matches"), rm.matches)
     for i, t in enumerate(rules.memory.tools):
         tool((*r, "memory", "tools", i), t)
+    for name in rules.severity:
+        if name not in CHECK_NAMES:
+            p.add((*r, "severity", name), f"no rule is called '{name}' (rules: "
+                  f"{', '.join(sorted(CHECK_NAMES))})")
+    if sc.outcome is not None:
+        o = sc.outcome
+        for i, w in enumerate(o.writes):
+            loc = ("outcome", "writes", i)
+            tool((*loc, "tool"), w.tool)
+            mutating((*loc, "tool"), w.tool, "is a required write")
+            matchers((*loc, "args"), w.args)
+        if o.end_state is not None and o.end_state.fixture is not None:
+            fixture = o.end_state.fixture
+            for i, rr in enumerate(o.end_state.rules):
+                there = rr.record in fixture.get(rr.collection, {})
+                if rr.created and there:
+                    p.add(("outcome", "end_state", "rules", i, "record"),
+                          f"record {rr.collection}/{rr.record} is to be created but is in "
+                          "the fixture already")
+                elif not rr.created and not there and (rr.unchanged or rr.deleted):
+                    p.add(("outcome", "end_state", "rules", i, "record"),
+                          f"record {rr.collection}/{rr.record} is not in the fixture")
     for i, use in enumerate(sc.judge):
         if use.rubric not in known:
             p.add(("judge", i, "rubric"), f"unknown rubric '{use.rubric}' (known: "

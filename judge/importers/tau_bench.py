@@ -6,7 +6,10 @@ becomes the trace `tau-<domain>/<task_id>/<trial>` of scenario `tau-<domain>`:
 
 - events: the conversation without the system policy (see `judge.importers.openai_chat`);
 - metadata: `reward`, `task` (info.task: instruction, user_id, gold actions, outputs),
-  `reward_info` (the automatic grader's details), `policy_sha256` / `policy_chars`;
+  `reward_info` (the automatic grader's details), `policy_sha256` / `policy_chars`, and
+  `expected_outcome` (docs/formats.md, "Expected outcome"): the gold actions that change the
+  database as required writes (`args_equal`: the gold arguments), the task's `outputs` as
+  facts some reply must state (`where: any`, as tau-bench's grader looks for them);
 - candidate: `{"model": ..., "agent": "tau-bench tool-calling agent"}`.
 """
 
@@ -24,6 +27,36 @@ from judge.trace.model import Trace
 
 DEFAULT_AGENT = "tau-bench tool-calling agent"
 _TASK_FIELDS = ("instruction", "user_id", "actions", "outputs")
+#: tau-bench tools (airline and retail) that change nothing in the database: a gold action
+#: of these is no required effect (tau-bench's reward compares the database and outputs)
+READ_ONLY_TOOLS = frozenset({
+    "calculate", "think", "transfer_to_human_agents", "list_all_airports",
+    "search_direct_flight", "search_onestop_flight", "get_user_details",
+    "get_reservation_details", "find_user_id_by_email", "find_user_id_by_name_zip",
+    "get_order_details", "get_product_details", "list_all_product_types",
+})
+
+
+def expected_outcome(task: dict[str, Any], where: _Where) -> dict[str, Any]:
+    """The reference of a task (`OutcomeRef` shape): its database-changing gold actions as
+    required writes, its outputs as facts stated in some reply."""
+    actions = task.get("actions", [])
+    if not isinstance(actions, list):
+        raise where.error("expected a list", ".info.task", "actions")
+    writes: list[dict[str, Any]] = []
+    for i, a in enumerate(actions):
+        if not isinstance(a, dict) or not isinstance(a.get("name"), str) or not a["name"]:
+            raise where.error("expected an action {name, kwargs}", f".info.task.actions[{i}]",
+                              "name")
+        kwargs = a.get("kwargs", {})
+        if not isinstance(kwargs, dict):
+            raise where.error("expected an object", f".info.task.actions[{i}]", "kwargs")
+        if a["name"] not in READ_ONLY_TOOLS:
+            writes.append({"tool": a["name"], "args_equal": kwargs})
+    outputs = task.get("outputs", [])
+    if not isinstance(outputs, list) or not all(isinstance(o, str) and o for o in outputs):
+        raise where.error("expected a list of non-empty strings", ".info.task", "outputs")
+    return {"writes": writes, "facts": [{"text": o, "where": "any"} for o in outputs]}
 
 
 def _record_header(rec: dict[str, Any], where: _Where, domain: str,
@@ -50,6 +83,8 @@ def _record_header(rec: dict[str, Any], where: _Where, domain: str,
     }
     if "reward_info" in info:
         metadata["reward_info"] = info["reward_info"]
+    if "actions" in task or "outputs" in task:
+        metadata["expected_outcome"] = expected_outcome(task, where)
     return {
         "trace_id": f"tau-{domain}/{rec['task_id']}/{rec['trial']}",
         "scenario": f"tau-{domain}",

@@ -140,6 +140,8 @@ def _reply_picks(events: list[Event], uses: list[RubricUse]) -> dict[int, list[s
 
 
 def _state_of(d: dict[str, Any]) -> Any:
+    if isinstance(d.get("state"), dict):  # the extension's own field (docs/formats.md)
+        return d["state"]
     fields = {k: v for k, v in d.items() if k not in ("seq", "turn", "kind")}
     return next(iter(fields.values())) if len(fields) == 1 else fields
 

@@ -236,6 +236,105 @@ class MemoryRules(_Strict):
     tools: list[str] = Field(default_factory=list)
 
 
+# --- expected outcome, end state and rule severities (issue 11; judge.checks.outcome) -----
+
+
+class RuleSeverity(_Strict):
+    """A scenario's override of one rule's severity (`rules.severity.<check name>`): either
+    field may be given; `safety_critical: true` makes every failure of the rule a veto."""
+
+    severity: Severity | None = None
+    safety_critical: bool | None = None
+
+
+class WriteRef(_Strict):
+    """One write that must happen: a successful call of `tool` whose arguments satisfy every
+    matcher of `args` (`equals`/`in` compare normalised values, `judge.diff.normalise`), and,
+    with `args_equal`, whose whole arguments equal that object (normalised, key by key)."""
+
+    tool: str = Field(min_length=1)
+    args: list[ArgMatcher] = Field(default_factory=list)
+    args_equal: dict[str, Any] | None = None
+    note: str | None = None
+
+
+class FactRef(_Strict):
+    """A fact the final reply (or, with `where: any`, some assistant reply) must state:
+    exactly one of `text` (a phrase: case, whitespace and thousands commas ignored), `regex`
+    (case-insensitive) or `value` (a number — found among the reply's numbers, `$42.00`
+    equals 42 — or a string, as `text`)."""
+
+    text: str | None = Field(default=None, min_length=1)
+    regex: str | None = Field(default=None, min_length=1)
+    value: Any = None
+    where: Literal["final", "any"] = "final"
+
+    @model_validator(mode="after")
+    def _one_test(self) -> FactRef:
+        if sum(x is not None for x in (self.text, self.regex, self.value)) != 1:
+            raise ValueError("a fact needs exactly one of text, regex or value")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression ({exc})") from None
+        return self
+
+
+class OutcomeRef(_Strict):
+    """The reference a trace's effects are compared with: required writes (order-insensitive
+    unless `ordered`) and facts. The same shape in a trace's `metadata.expected_outcome`."""
+
+    writes: list[WriteRef] = Field(default_factory=list)
+    ordered: bool = False
+    facts: list[FactRef] = Field(default_factory=list)
+
+
+class RecordRule(_Strict):
+    """One end-state rule on the record `collection`/`record`: exactly one of `field` +
+    `equals` (a dotted path into the record; normalised comparison), `unchanged`,
+    `created` or `deleted` (each `true`)."""
+
+    collection: str = Field(min_length=1)
+    record: str = Field(min_length=1)
+    field: str | None = Field(default=None, min_length=1)
+    equals: Any = None
+    unchanged: Literal[True] | None = None
+    created: Literal[True] | None = None
+    deleted: Literal[True] | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> RecordRule:
+        given = [n for n in ("field", "unchanged", "created", "deleted")
+                 if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("an end-state rule needs exactly one of field (with equals), "
+                             "unchanged, created or deleted")
+        if self.field is None and "equals" in self.model_fields_set:
+            raise ValueError("'equals' needs 'field'")
+        if self.field is not None and "equals" not in self.model_fields_set:
+            raise ValueError("'field' needs 'equals'")
+        return self
+
+
+class EndState(_Strict):
+    """The state fixture (`{collection: {record_id: record}}`, the state before the run;
+    absent: the trace's first snapshot) and the rules on the last snapshot."""
+
+    fixture: dict[str, dict[str, Any]] | None = None
+    rules: list[RecordRule] = Field(default_factory=list)
+    only_listed_change: bool = False  # no record changes except those the rules name
+
+
+class Outcome(OutcomeRef):
+    """A scenario's expected outcome (`outcome:`). With `from_trace`, each trace's
+    `metadata.expected_outcome` (an `OutcomeRef`) is the reference, its writes and facts
+    added to those listed here."""
+
+    from_trace: bool = False
+    end_state: EndState | None = None
+
+
 class Rules(_Strict):
     mutating_tools: list[str] = Field(default_factory=list)
     read_tools: list[str] = Field(default_factory=list)
@@ -248,6 +347,8 @@ class Rules(_Strict):
     budgets: Budgets = Field(default_factory=Budgets)
     summary_audit: SummaryAudit = Field(default_factory=SummaryAudit)
     memory: MemoryRules = Field(default_factory=MemoryRules)
+    # per check name (`completion`, `success_claim`, `silent_failure`, ...): its severity
+    severity: dict[str, RuleSeverity] = Field(default_factory=dict)
 
 
 class Checkpoint(_Strict):
@@ -342,4 +443,5 @@ class Scenario(_Strict):
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     judge: list[RubricUse] = Field(default_factory=list)
     redaction: ScenarioRedaction = Field(default_factory=ScenarioRedaction)
+    outcome: Outcome | None = None  # expected effects, facts and end state (None: unchecked)
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from operator import itemgetter
-from typing import Any, Required, TypedDict, cast
+from typing import Any, Literal, Required, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,6 +16,7 @@ class EventKind(StrEnum):
     TOOL_RESULT = "tool_result"
     STATE_WRITE = "state_write"
     SUMMARY = "summary"
+    STATE_SNAPSHOT = "state_snapshot"  # an extension (docs/formats.md): the world's state
 
     @classmethod
     def _missing_(cls, value: object) -> EventKind | None:
@@ -28,6 +29,7 @@ KIND_ALIASES: dict[str, str] = {
     "tool-call": "tool_call",
     "tool-result": "tool_result",
     "state-write": "state_write",
+    "state-snapshot": "state_snapshot",
 }
 
 # Fields each kind requires and the fields it may carry.
@@ -38,6 +40,7 @@ REQUIRED_FIELDS: dict[EventKind, tuple[str, ...]] = {
     EventKind.TOOL_RESULT: ("tool",),
     EventKind.STATE_WRITE: ("key",),
     EventKind.SUMMARY: ("text",),
+    EventKind.STATE_SNAPSHOT: ("state",),
 }
 ALLOWED_FIELDS: dict[EventKind, frozenset[str]] = {
     EventKind.USER: frozenset({"text"}),
@@ -46,6 +49,7 @@ ALLOWED_FIELDS: dict[EventKind, frozenset[str]] = {
     EventKind.TOOL_RESULT: frozenset({"tool", "call_id", "result", "error"}),
     EventKind.STATE_WRITE: frozenset({"key", "value"}),
     EventKind.SUMMARY: frozenset({"text", "reason"}),
+    EventKind.STATE_SNAPSHOT: frozenset({"state", "phase"}),
 }
 _COMMON = frozenset({"seq", "turn", "kind", "metadata"})
 _ALLOWED_ALL: dict[EventKind, frozenset[str]] = {k: _COMMON | v for k, v in ALLOWED_FIELDS.items()}
@@ -68,6 +72,10 @@ class Event(BaseModel):
     key: str | None = None
     value: Any = None
     reason: str | None = None
+    # state_snapshot: `{collection: {record_id: record}}`; `phase`: taken at the start or
+    # the end of the run (absent: wherever the event stands)
+    state: dict[str, dict[str, Any]] | None = None
+    phase: Literal["start", "end"] | None = None
     metadata: dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -113,6 +121,8 @@ class EventData(TypedDict, total=False):
     key: str | None
     value: Any
     reason: str | None
+    state: dict[str, dict[str, Any]] | None
+    phase: str | None
     metadata: dict[str, Any] | None
 
 
