@@ -139,3 +139,20 @@ def test_cli_bad_input_one_line(tmp_path: Path) -> None:
     assert code == 2 and "duplicate" in err and len(err.strip().splitlines()) == 1
     code, _, err = run("report", "agreement", "--labels", str(lp))
     assert code == 2
+
+
+@pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)",
+                                  "\t=1", " =1", "\r=1"])
+def test_csv_cells_from_labels_never_start_a_formula(tmp_path: Path, name: str) -> None:
+    """An annotator name (from a labels file: hostile) reaches the CSV's group column; a
+    spreadsheet must show it as text, not evaluate it."""
+    labels, verdicts = write_files(tmp_path, 40)
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    labels.write_text("".join(json.dumps({**r, "annotator": name}) + "\n" for r in rows))
+    report = report_from_files(labels, verdicts, n_boot=20)
+    text = to_csv(report)
+    groups = [r["group"] for r in csv.DictReader(io.StringIO(text, newline=""))
+              if r["section"] == "by_annotator"]
+    assert groups and all(g == "'" + name for g in groups)
+    from judge.reports.text import csv_text
+    assert csv_text("order-17") == "order-17" and csv_text("0.10-0.20") == "0.10-0.20"

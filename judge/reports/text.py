@@ -156,8 +156,19 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: what a spreadsheet reads as the start of a formula (OWASP, "CSV injection")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def csv_text(value: str) -> str:
+    """A text cell a spreadsheet shows as text: one that would start a formula (an
+    annotator named `=HYPERLINK(...)`) gets a leading apostrophe, which spreadsheets hide."""
+    return "'" + value if value.lstrip(" ").startswith(_FORMULA_START) else value
+
+
 def to_csv(report: AgreementReport) -> str:
-    """Columns: section, group, metric, value, ci_lo, ci_hi."""
+    """Columns: section, group, metric, value, ci_lo, ci_hi. Text cells from labels and
+    traces (groups: keys, annotators, rubrics) cannot start a spreadsheet formula."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["section", "group", "metric", "value", "ci_lo", "ci_hi"])
@@ -166,7 +177,8 @@ def to_csv(report: AgreementReport) -> str:
 
     def row(section: str, group: str, metric: str, value: Any, interval: Any = None) -> None:
         lo, hi = (interval or [None, None])[:2]
-        w.writerow([section, group, metric, "" if value is None else value,
+        w.writerow([csv_text(section), csv_text(group), csv_text(metric),
+                    "" if value is None else value,
                     "" if lo is None else lo, "" if hi is None else hi])
 
     for key in ("n_items", "n_unscored", "n_tied", "n_unsure", *METRICS):
