@@ -142,7 +142,7 @@ def test_cli_bad_input_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)",
-                                  "\t=1", " =1"])
+                                  "\t=1", " =1", "\r=1"])
 def test_csv_cells_from_labels_never_start_a_formula(tmp_path: Path, name: str) -> None:
     """An annotator name (from a labels file: hostile) reaches the CSV's group column; a
     spreadsheet must show it as text, not evaluate it."""
@@ -153,6 +153,10 @@ def test_csv_cells_from_labels_never_start_a_formula(tmp_path: Path, name: str) 
     text = to_csv(report)
     groups = [r["group"] for r in csv.DictReader(io.StringIO(text, newline=""))
               if r["section"] == "by_annotator"]
-    assert groups and all(g == "'" + name for g in groups)
     from judge.reports.text import csv_text
+    from judge.safe_text import visible
+    assert groups and all(g == csv_text(name) for g in groups)
+    assert all(not g.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r")) or
+               (g.startswith("'") and g[1:] == visible(name)) for g in groups)
+    assert all("\r" not in g and "\t" not in g for g in groups)  # one row, one cell
     assert csv_text("order-17") == "order-17" and csv_text("0.10-0.20") == "0.10-0.20"

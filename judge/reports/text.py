@@ -161,8 +161,13 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def csv_text(value: str) -> str:
-    """A text cell a spreadsheet shows as text: one that would start a formula (an
-    annotator named `=HYPERLINK(...)`) gets a leading apostrophe, which spreadsheets hide."""
+    """A text cell a spreadsheet shows as text, on one row: control characters (a CR, which
+    the writer would leave unquoted, breaks the row) are shown as escapes, and a cell that
+    would start a formula (an annotator named `=HYPERLINK(...)`) gets a leading apostrophe,
+    which spreadsheets hide."""
+    from judge.safe_text import visible
+
+    value = visible(value)
     return "'" + value if value.lstrip(" ").startswith(_FORMULA_START) else value
 
 
