@@ -27,14 +27,6 @@ class HumanLabel(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _no_nul(self) -> HumanLabel:
-        for name in ("item_id", "violated_key", "annotator", "note"):
-            if "\x00" in (getattr(self, name) or ""):
-                raise ValueError(f"{name} holds a NUL character (U+0000), which the store "
-                                 "cannot keep")
-        return self
-
-    @model_validator(mode="after")
     def _consistent(self) -> HumanLabel:
         if self.created_at.tzinfo is None:
             self.created_at = self.created_at.replace(tzinfo=UTC)

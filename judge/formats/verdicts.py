@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def item_id(trace_id: str, seq: int, rubric: str) -> str:
@@ -43,13 +43,6 @@ class Verdict(BaseModel):
     route_reason: str | None = None
     raw_completion: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("rationale", "reason", "route_reason", "raw_completion")
-    @classmethod
-    def _no_nul(cls, value: str | None) -> str | None:
-        """A judge's free text with NUL (U+0000) in it is kept with U+FFFD there: PostgreSQL's
-        text columns cannot hold NUL, and a reply must not be lost for it."""
-        return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
 
     @model_validator(mode="after")
     def _consistent(self) -> Verdict:

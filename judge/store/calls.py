@@ -120,9 +120,7 @@ class DbCallCache:
         return {
             "cache_key": record.cache_key, "item_id": record.item_id,
             "prompt_hash": record.prompt_hash, "model": record.model, "params": record.params,
-            "request": record.request,
-            # PostgreSQL text cannot hold NUL: a reply with one is kept with U+FFFD there
-            "response_text": record.response_text.replace("\x00", "\ufffd"),
+            "request": record.request, "response_text": record.response_text,
             "usage": record.usage, "latency_s": record.latency_s, "raw": record.raw,
             "created_at": utcnow(), "invalid_reason": record.invalid_reason}
 

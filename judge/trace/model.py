@@ -127,12 +127,11 @@ class EventData(TypedDict, total=False):
 
 
 class TraceHeader(BaseModel):
-    """Everything about a trace except its events. A trace id holds no NUL (U+0000): it
-    becomes part of item ids, which PostgreSQL's text columns cannot hold it in."""
+    """Everything about a trace except its events."""
 
     model_config = ConfigDict(extra="forbid")
 
-    trace_id: str = Field(min_length=1, pattern=r"^[^\x00]*$")
+    trace_id: str = Field(min_length=1)
     scenario: str | None = None
     candidate: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
