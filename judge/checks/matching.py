@@ -95,24 +95,32 @@ def any_regex(patterns: list[str]) -> Callable[[str], bool]:
     return lambda text: search(text) is not None
 
 
-def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> bool:
+def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot,
+                eq: Callable[[Any, Any], bool] = json_eq) -> bool:
     """Does one argument matcher hold for a call's args, against the ledger at its turn?
+    `eq` is the equality (JSON's by default; an outcome reference passes normalised
+    equality, judge.diff.normalise.same).
 
     A ledger test whose key holds no value at that turn never matches (no rule applies).
     """
+    def within(value: Any, items: Any) -> bool:
+        if not isinstance(items, list | tuple):
+            return eq(value, items)
+        return any(eq(value, x) for x in items)
+
     v = get_path(args, m.path)
     if m.exists is not None:
         return (v is not MISSING) is m.exists
     if v is MISSING:
         return False
     if m.equals is not None:
-        return json_eq(v, m.equals)
+        return eq(v, m.equals)
     if m.not_equals is not None:
-        return not json_eq(v, m.not_equals)
+        return not eq(v, m.not_equals)
     if m.in_ is not None:
-        return json_in(v, m.in_)
+        return within(v, m.in_)
     if m.not_in is not None:
-        return not json_in(v, m.not_in)
+        return not within(v, m.not_in)
     if m.matches is not None:
         return isinstance(v, str) and regex_search(m.matches, v)
     key = m.equals_key or m.in_key or m.not_in_key
@@ -121,10 +129,10 @@ def arg_matches(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> 
     if held is MISSING or held is None:
         return False
     if m.equals_key is not None:
-        return json_eq(v, held)
+        return eq(v, held)
     if m.in_key is not None:
-        return json_in(v, held)
-    return not json_in(v, held)
+        return within(v, held)
+    return not within(v, held)
 
 
 ArgTest = Callable[[dict[str, Any], LedgerSnapshot], bool]

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from judge.checks.base import Check, where
 from judge.checks.context import CheckContext
-from judge.checks.matching import MISSING, any_glob, any_regex, get_path, regex_search
+from judge.checks.matching import MISSING, any_glob, any_regex, arg_matches, get_path, regex_search
 from judge.checks.report import Finding
 from judge.diff.normalise import diff_values, normalise, same
 from judge.errors import InputError
@@ -108,30 +108,7 @@ def reference_of(scenario_ref: OutcomeRef | None, from_trace: bool, header: Trac
 
 def matcher_holds(m: ArgMatcher, args: dict[str, Any], ledger: LedgerSnapshot) -> bool:
     """An argument matcher with normalised equality (`equals`, `in`, the ledger tests)."""
-    v = get_path(args, m.path)
-    if m.exists is not None:
-        return (v is not MISSING) is m.exists
-    if v is MISSING:
-        return False
-    if m.equals is not None:
-        return same(v, m.equals)
-    if m.not_equals is not None:
-        return not same(v, m.not_equals)
-    if m.in_ is not None:
-        return any(same(v, x) for x in m.in_)
-    if m.not_in is not None:
-        return not any(same(v, x) for x in m.not_in)
-    if m.matches is not None:
-        return isinstance(v, str) and regex_search(m.matches, v)
-    key = m.equals_key or m.in_key or m.not_in_key
-    assert key is not None
-    held = ledger.value(key, MISSING)
-    if held is MISSING or held is None:
-        return False
-    if m.equals_key is not None:
-        return same(v, held)
-    inside = any(same(v, x) for x in held) if isinstance(held, list) else same(v, held)
-    return inside if m.in_key is not None else not inside
+    return arg_matches(m, args, ledger, eq=same)
 
 
 def _show(v: Any) -> str:

@@ -17,8 +17,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.outputs import check_output, is_special, write_output
-from judge.safe_text import json_safe
+from judge.importers.writer import write_trace_lines
 from judge.trace.loader import validation_error
 from judge.trace.model import Event, PositionState, Trace, TraceHeader
 
@@ -118,19 +117,5 @@ def _head(t: ImportedTrace) -> dict[str, Any]:
 
 def write_imported(traces: Iterable[ImportedTrace], out: str | Path) -> int:
     """Stream `traces` to `out` (`.jsonl`, a device, a FIFO or "-") and return how many were
-    written. A file appears only when every trace converted (judge.outputs: atomic for a
-    regular file, nothing temporary survives; in place for anything else)."""
-    check_output(out)  # a directory or a missing parent first: the clearer message
-    if Path(out).suffix != ".jsonl" and not is_special(out):
-        raise InputError("the output of an import is a .jsonl trace file", file=str(out))
-    n = 0
-
-    def lines() -> Iterator[str]:
-        nonlocal n
-        for trace in traces:
-            for line in trace_lines(trace):
-                yield json_safe(line)  # C1, U+2028…: \u escapes, same data
-            n += 1
-
-    write_output(out, lines())
-    return n
+    written (judge.importers.writer.write_trace_lines: all or nothing for a regular file)."""
+    return write_trace_lines((trace_lines(t) for t in traces), out)

@@ -19,7 +19,13 @@ def trace_line(trace: Trace) -> str:
 
 
 def write_traces(traces: Iterable[Trace], out: str | Path) -> int:
-    """Stream `traces` to `out` and return how many were written.
+    """Stream `traces` to `out` and return how many were written (see `write_trace_lines`)."""
+    return write_trace_lines(([trace_line(t) + "\n"] for t in traces), out)
+
+
+def write_trace_lines(traces: Iterable[Iterable[str]], out: str | Path) -> int:
+    """Stream traces, each given as its lines ("\n" included), to `out` and return how
+    many were written.
 
     A file appears only when every trace converted: a bad record leaves no half-written
     output behind (judge.outputs: atomic for a regular file, nothing temporary survives;
@@ -33,7 +39,8 @@ def write_traces(traces: Iterable[Trace], out: str | Path) -> int:
     def lines() -> Iterator[str]:
         nonlocal n
         for trace in traces:
-            yield json_safe(trace_line(trace)) + "\n"  # C1, U+2028…: \u escapes, same data
+            for line in trace:
+                yield json_safe(line)  # C1, U+2028…: \u escapes, same data
             n += 1
 
     write_output(out, lines())

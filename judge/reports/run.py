@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from judge.formats import Verdict
 from judge.labels import reference_labels
 from judge.labels.report import rubric_of
+from judge.trace.describe import event_text
 
 if TYPE_CHECKING:
     from judge.store import Store
@@ -364,24 +365,10 @@ def _stored_changes(ch: dict[str, Any]) -> dict[str, list[str]]:
 
 def event_line(e: dict[str, Any], width: int = 400) -> tuple[str, str]:
     """(where, what) of one slice event, shortened (the template escapes both)."""
-    import json
-
     kind = e.get("kind", "?")
     if kind == "elided":
         return "", str(e.get("text", "…"))
-    body: Any
-    if kind in ("user", "assistant", "summary"):
-        body = e.get("text", "")
-    elif kind == "tool_call":
-        body = f"{e.get('tool')}({json.dumps(e.get('args', {}), sort_keys=True)})"
-    elif kind == "tool_result":
-        body = f"{e.get('tool')} → " + (f"ERROR {e['error']}" if e.get("error")
-                                        else json.dumps(e.get("result")))
-    else:
-        body = f"{e.get('key')} = {json.dumps(e.get('value'))}"
-    text = " ".join(str(body).split())
-    if len(text) > width:
-        text = text[: width - 1] + "…"
+    text = event_text(e, width)
     return f"seq {e.get('seq')} · turn {e.get('turn')} · {kind}", text
 
 

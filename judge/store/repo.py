@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from judge.errors import InputError, StoreError
 from judge.formats import HumanLabel, Verdict, parse_item_id
@@ -161,13 +161,7 @@ class Store:
                         rows.append(row)
                         if len(rows) >= limit:
                             break
-        out = []
-        for row in rows:
-            run = dict(row)
-            run["started_at"] = as_utc(run["started_at"])
-            run["finished_at"] = as_utc(run["finished_at"])
-            out.append(run)
-        return out
+        return [_run_dict(row) for row in rows]
 
     def list_runs(self, *, suite: str | None = None, status: str | None = None,
                   limit: int | None = 20) -> list[dict[str, Any]]:
@@ -188,13 +182,9 @@ class Store:
             stmt = stmt.limit(limit)
         with store_errors(self.url), self._read() as conn:
             rows = conn.execute(stmt).mappings().all()
-        out = []
-        for row in rows:
-            run = dict(row)
-            run["started_at"] = as_utc(run["started_at"])
-            run["finished_at"] = as_utc(run["finished_at"])
+        out = [_run_dict(row) for row in rows]
+        for run in out:
             run["verdicts"] = int(run["verdicts"])
-            out.append(run)
         return out
 
     def last_unfinished_run(self, *, suite: str | None = None) -> dict[str, Any] | None:
@@ -206,22 +196,12 @@ class Store:
         stmt = stmt.order_by(T_RUN.c.started_at.desc(), T_RUN.c.run_id.desc()).limit(1)
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(stmt).mappings().first()
-        if row is None:
-            return None
-        out = dict(row)
-        out["started_at"] = as_utc(out["started_at"])
-        out["finished_at"] = as_utc(out["finished_at"])
-        return out
+        return None if row is None else _run_dict(row)
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with store_errors(self.url), self._read() as conn:
             row = conn.execute(select(T_RUN).where(T_RUN.c.run_id == run_id)).mappings().first()
-        if row is None:
-            return None
-        out = dict(row)
-        out["started_at"] = as_utc(out["started_at"])
-        out["finished_at"] = as_utc(out["finished_at"])
-        return out
+        return None if row is None else _run_dict(row)
 
     def previous_finished_run(self, run_id: str, *, suite: str, manifest: str
                               ) -> dict[str, Any] | None:
@@ -240,10 +220,7 @@ class Store:
                                  T_RUN.c.run_id.desc())
             for row in conn.execute(stmt).mappings():
                 if (row["config"] or {}).get("manifest") == manifest:
-                    out = dict(row)
-                    out["started_at"] = as_utc(out["started_at"])
-                    out["finished_at"] = as_utc(out["finished_at"])
-                    return out
+                    return _run_dict(row)
         return None
 
     def suite_run_history(self, suite: str, *, statuses: Sequence[str] = ("finished",),
@@ -257,11 +234,7 @@ class Store:
         stmt = (select(T_RUN).where(T_RUN.c.suite == suite, cond)
                 .order_by(T_RUN.c.started_at, T_RUN.c.run_id))
         with store_errors(self.url), self._read() as conn:
-            rows = [dict(r) for r in conn.execute(stmt).mappings()]
-        for r in rows:
-            r["started_at"] = as_utc(r["started_at"])
-            r["finished_at"] = as_utc(r["finished_at"])
-        return rows
+            return [_run_dict(r) for r in conn.execute(stmt).mappings()]
 
     # -- inputs -------------------------------------------------------------------------
     def save_trace(self, trace: Any) -> str:
@@ -611,3 +584,11 @@ def _rubrics_of(item_ids: list[str]) -> set[str] | None:
         return {parse_item_id(i)[2] for i in item_ids}
     except ValueError:
         return None
+
+
+def _run_dict(row: RowMapping) -> dict[str, Any]:
+    """A runs-table row as the run methods return it: its times as aware UTC datetimes."""
+    out = dict(row)
+    out["started_at"] = as_utc(out["started_at"])
+    out["finished_at"] = as_utc(out["finished_at"])
+    return out

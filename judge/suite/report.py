@@ -13,10 +13,10 @@ the store, the agreement report's page and stylesheet) is judge.reports.run.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
 from judge.safe_text import html_text, md_code, md_fence, md_text, visible
+from judge.trace.describe import event_text
 
 
 def _event_line(e: dict[str, Any], width: int = 110) -> str:
@@ -24,17 +24,7 @@ def _event_line(e: dict[str, Any], width: int = 110) -> str:
     kind = e.get("kind", "?")
     if kind == "elided":
         return f"    {visible(e.get('text', '…'))}"
-    body: Any
-    if kind in ("user", "assistant", "summary"):
-        body = e.get("text", "")
-    elif kind == "tool_call":
-        body = f"{e.get('tool')}({json.dumps(e.get('args', {}), sort_keys=True)})"
-    elif kind == "tool_result":
-        body = f"{e.get('tool')} → " + (f"ERROR {e['error']}" if e.get("error")
-                                        else json.dumps(e.get("result")))
-    else:
-        body = f"{e.get('key')} = {json.dumps(e.get('value'))}"
-    text = visible(" ".join(str(body).split()))
+    text = visible(event_text(e, width))
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"    seq {visible(e.get('seq'))} turn {visible(e.get('turn'))} {visible(kind)}: {text}"

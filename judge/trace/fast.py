@@ -25,7 +25,7 @@ fields it may carry (the required ones required), the others forbidden as extra 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn, cast
 
 from pydantic import ValidationError
@@ -67,23 +67,33 @@ def _unref(schema: Any) -> Any:
     return {k: v for k, v in schema.items() if k not in ("ref", "metadata")}
 
 
-def _event_variant(kind: EventKind, fields: dict[str, Any]) -> CoreSchema:
+def _field_roles(kind: EventKind, fields: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """(name, role, schema) of each field of an event of `kind`: its `kind` tag, a required
+    field (present and not null: the inner schema), an allowed one, or a forbidden one (the
+    schema as the model has it). Both fast schemas below are built from these."""
     allowed = _COMMON | ALLOWED_FIELDS[kind]
     required = REQUIRED_FIELDS[kind]
-    out: dict[str, Any] = {}
     for name, field in fields.items():
         schema = field["schema"]
         if name == "kind":
-            out[name] = cs.model_field(_unref(schema))
-        elif name in required:  # present and not null
+            yield name, "kind", _unref(schema)
+        elif name in required:
             inner = schema["schema"]
-            out[name] = cs.model_field(inner["schema"] if inner["type"] == "nullable"
-                                       else inner)
+            yield name, "required", inner["schema"] if inner["type"] == "nullable" else inner
         elif name in allowed:
-            out[name] = cs.model_field(schema)
+            yield name, "allowed", schema
         else:
+            yield name, "forbidden", schema
+
+
+def _event_variant(kind: EventKind, fields: dict[str, Any]) -> CoreSchema:
+    out: dict[str, Any] = {}
+    for name, role, schema in _field_roles(kind, fields):
+        if role == "forbidden":
             out[name] = cs.model_field(cs.with_default_schema(
                 cs.no_info_plain_validator_function(_no_value), default=None))
+        else:
+            out[name] = cs.model_field(schema)
     return cs.model_schema(Event, cs.model_fields_schema(out, extra_behavior="forbid"),
                            config=cs.CoreConfig(extra_fields_behavior="forbid"))
 
@@ -107,18 +117,11 @@ def _trace_schema() -> CoreSchema:
 
 
 def _data_variant(kind: EventKind, fields: dict[str, Any]) -> CoreSchema:
-    allowed = _COMMON | ALLOWED_FIELDS[kind]
-    required = REQUIRED_FIELDS[kind]
     out: dict[str, Any] = {}
-    for name, field in fields.items():
-        schema = field["schema"]
-        if name == "kind":
-            out[name] = cs.typed_dict_field(_unref(schema))
-        elif name in required:  # present and not null
-            inner = schema["schema"]
-            out[name] = cs.typed_dict_field(inner["schema"] if inner["type"] == "nullable"
-                                            else inner)
-        elif name in allowed:  # absent, or as the model validates it (defaults unwrapped)
+    for name, role, schema in _field_roles(kind, fields):
+        if role in ("kind", "required"):
+            out[name] = cs.typed_dict_field(schema)
+        elif role == "allowed":  # absent, or as the model validates it (defaults unwrapped)
             out[name] = cs.typed_dict_field(_unref(schema["schema"]), required=False)
     return cs.typed_dict_schema(out, extra_behavior="forbid")
 
