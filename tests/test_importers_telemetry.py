@@ -324,3 +324,16 @@ def test_library_errors_are_input_errors(tmp_path: Path) -> None:
     path.write_text(json.dumps(_otlp({**_SPAN, "parentSpanId": 3.5})))
     with pytest.raises(InputError, match="parentSpanId"):
         traces("otel", path)
+
+
+def test_a_json_file_without_an_eval_object_is_not_an_inspect_log(tmp_path: Path) -> None:
+    """Another format given to `judge import inspect` is bad input naming the field, not
+    "imported 0 traces" with exit 0."""
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"resourceSpans": 5}))
+    with pytest.raises(InputError) as err:
+        list(iter_format("inspect", path))
+    assert err.value.field == "eval"
+    result = CliRunner().invoke(app, ["import", "inspect", str(path), "-o",
+                                      str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2 and not (tmp_path / "o.jsonl").exists()

@@ -97,7 +97,9 @@ def _eval_spec(fh: IO[bytes], file: str) -> dict[str, Any]:
     except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
         raise InputError(f"malformed JSON ({' '.join(str(exc).split())[:100]})",
                          file=file) from None
-    return {}
+    # no `eval` object: not an inspect log (a file of another format imported 0 traces)
+    raise InputError('not an inspect eval log (expected {"eval": {...}, "samples": [...]})',
+                     file=file, field="eval")
 
 
 def _iter_json(p: Path, file: str, scenario: str | None,
