@@ -27,14 +27,22 @@ from judge.errors import ConfigError
 
 @dataclass(frozen=True)
 class ModelParams:
-    """Generation parameters; part of the cache key."""
+    """Generation parameters; part of the cache key. `sample` numbers the k samples of one
+    model in a self-consistency jury (judge.grading.jury): sample 0 is the ordinary call (its
+    key is unchanged, so a jury reuses single-judge calls); each other sample is its own call
+    and key even where a provider takes no seed."""
 
     temperature: float = 0.0
     seed: int | None = 0
     max_tokens: int = 1024
+    sample: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+        out: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed,
+                               "max_tokens": self.max_tokens}
+        if self.sample:
+            out["sample"] = self.sample
+        return out
 
 
 @dataclass(frozen=True)

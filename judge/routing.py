@@ -1,11 +1,12 @@
 """Where a verdict goes after the judge has spoken: a pure function, with the reason stored.
 
 In order: a deterministic veto on the trace → final fail "veto" (the verdict is kept and
-cannot overrule it); unscored → review "invalid verdict"; no calibration for (rubric, prompt
-hash, model) → review "uncalibrated"; calibrated confidence below the calibration's threshold
-→ review "low confidence"; a configurable random share of what would be auto-accepted →
-review "audit" (seeded per item id, so reruns route the same way and agreement estimates on
-auto-accepted verdicts stay unbiased); otherwise auto-accepted.
+cannot overrule it); unscored → review "invalid verdict"; a jury whose jurors split (its
+verdict's `metadata.jury.split`, judge.grading.jury) → review "jury split"; no calibration
+for (rubric, prompt hash, model) → review "uncalibrated"; calibrated confidence below the
+calibration's threshold → review "low confidence"; a configurable random share of what would
+be auto-accepted → review "audit" (seeded per item id, so reruns route the same way and
+agreement estimates on auto-accepted verdicts stay unbiased); otherwise auto-accepted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ INVALID = "invalid verdict"
 UNCALIBRATED = "uncalibrated"
 LOW_CONFIDENCE = "low confidence"
 AUDIT = "audit"
+JURY_SPLIT = "jury split"
 ACCEPTED = "calibrated confidence at or above threshold"
 
 
@@ -70,6 +72,8 @@ def route_verdict(verdict: Verdict, *, vetoed: bool, calibration: Calibration | 
         return Route("veto", VETO, calibrated)
     if verdict.label == "unscored" or verdict.confidence is None:
         return Route("review", INVALID)
+    if is_split(verdict):
+        return Route("review", JURY_SPLIT, calibrated)
     if calibration is None:
         return Route("review", UNCALIBRATED)
     threshold = calibration.threshold
@@ -78,6 +82,12 @@ def route_verdict(verdict: Verdict, *, vetoed: bool, calibration: Calibration | 
     if unit_draw(verdict.item_id, policy.seed, "audit") < policy.audit_share:
         return Route("review", AUDIT, calibrated)
     return Route("auto_accept", ACCEPTED, calibrated)
+
+
+def is_split(verdict: Verdict) -> bool:
+    """A jury verdict whose jurors split (no jury: False)."""
+    record = verdict.metadata.get("jury")
+    return isinstance(record, dict) and record.get("split") is True
 
 
 def needs_second_annotator(item_id: str, policy: RoutingPolicy) -> bool:

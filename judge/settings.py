@@ -3,7 +3,8 @@
 The config file is `judge.toml` in the working directory, or the file named by JUDGE_CONFIG;
 its `[judge]` table takes the field names below (`model`, `base_url`, `timeout`, `retries`,
 `concurrency`, `rpm`, `seed`, `temperature`, `max_tokens`, `database_url`,
-`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`, `prompts_dir`). API keys are read
+`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`, `prompts_dir`, and the jury
+fields `jury`, `samples`, `jury_confidence`, `jury_min_share`, `jury_rubrics`). API keys are read
 from the environment only (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a file.
 """
 
@@ -13,7 +14,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -46,6 +47,11 @@ ENV_VARS: dict[str, str] = {
     "JUDGE_IDENTITY_PATTERNS": "identity_patterns",
     "JUDGE_LABEL_CLOCK_SKEW_S": "label_clock_skew_s",
     PROMPTS_DIR_VAR: "prompts_dir",
+    "JUDGE_JURY": "jury",
+    "JUDGE_SAMPLES": "samples",
+    "JUDGE_JURY_CONFIDENCE": "jury_confidence",
+    "JUDGE_JURY_MIN_SHARE": "jury_min_share",
+    "JUDGE_JURY_RUBRICS": "jury_rubrics",
     BUILTIN_PROMPTS_VAR: "builtin_prompts",
 }
 
@@ -54,7 +60,10 @@ FILE_FIELDS = frozenset({"model", "base_url", "openai_base_url", "timeout", "ret
                          "concurrency", "rpm", "seed", "temperature", "max_tokens",
                          "database_url", "db_busy_timeout_ms", "identity_patterns",
                          "label_clock_skew_s", "prompts_dir",
-                         "builtin_prompts"})
+                         "builtin_prompts", "jury", "samples", "jury_confidence",
+                         "jury_min_share", "jury_rubrics"})
+#: settings given as comma-separated lists in the environment
+_LIST_FIELDS = frozenset({"identity_patterns", "jury", "jury_rubrics"})
 
 
 class Settings(BaseModel):
@@ -90,6 +99,19 @@ class Settings(BaseModel):
     prompts_dir: Path | None = None
     #: False: the user prompts directory alone (a package upgrade adds no prompt version)
     builtin_prompts: bool = True
+    #: a jury (judge.grading.jury): the model specs that each grade every item (empty: one
+    #: judge). JUDGE_JURY is comma-separated; the config file takes a list
+    jury: tuple[str, ...] = ()
+    #: ask each jury member (with no jury: the judge model) this many times; above 1 it is
+    #: a self-consistency jury and needs a temperature above 0
+    samples: int = Field(default=1, ge=1, le=32)
+    #: the jury verdict's confidence: the winning label's vote share, or the jurors' mean
+    #: probability of it
+    jury_confidence: Literal["vote_share", "mean"] = "vote_share"
+    #: the least winning vote share that is not a split (1.0: any dissent goes to review)
+    jury_min_share: float = Field(default=1.0, ge=0.5, le=1.0)
+    #: the rubrics the jury grades (empty: every rubric; others get the single judge)
+    jury_rubrics: tuple[str, ...] = ()
     #: the config file that was read, if any
     config_file: Path | None = None
 
@@ -219,7 +241,7 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def _parse_env(key: str, raw: str) -> Any:
-    if key == "identity_patterns":
+    if key in _LIST_FIELDS:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if key in ("rpm", "seed") and raw.strip().lower() in ("none", "off", "null"):
         return None

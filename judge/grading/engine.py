@@ -84,6 +84,10 @@ class GradingStats:
     # rendered again, so a rerun counts only what it rendered
     rendered: int = 0
     redactions: dict[str, int] = field(default_factory=dict)
+    # juries (judge.grading.jury): juror verdicts asked for, and jury verdicts whose jurors
+    # split beyond the jury's min_share
+    juror_verdicts: int = 0
+    jury_splits: int = 0
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +97,8 @@ class GradingStats:
                 "unscored": self.unscored, "failures": self.failures,
                 "usage": dict(self.usage), "rendered": self.rendered,
                 "redactions": dict(sorted(self.redactions.items())),
+                **({"juror_verdicts": self.juror_verdicts, "jury_splits": self.jury_splits}
+                   if self.juror_verdicts else {}),
                 "elapsed_s": round(self.elapsed_s, 3)}
 
     def count_redactions(self, request: JudgeRequest) -> None:
@@ -114,6 +120,12 @@ class StoredWaiter(Protocol):
     async def wait_stored(self, cache_key: str) -> None: ...
 
 
+class Grader(Protocol):
+    """What grades one item: a single judge (ItemGrader) or a jury (judge.grading.jury)."""
+
+    async def grade(self, item: Item, request: JudgeRequest | None = None) -> Verdict: ...
+
+
 @dataclass
 class _Asked:
     """A reply just received from the provider, validated and stored."""
@@ -126,12 +138,17 @@ class _Asked:
 class ItemGrader:
     """Grades items under one prompt with one provider: render, cache, call, validate,
     re-ask. `grade(item)` always returns a verdict (unscored with a reason on any failure).
-    Several graders may share one rate limiter and one stats object."""
+    Several graders may share one rate limiter and one stats object.
+
+    `juror=True`: one juror of a jury (judge.grading.jury). Its verdicts are counted as
+    juror verdicts, not as items or unscored items, and the requests it is handed are not
+    counted as rendered again: the jury counts those once per item."""
 
     def __init__(self, prompt: Prompt, provider: Provider, cache: CallCache, *,
                  params: ModelParams, retries: int, limiter: RateLimiter | None = None,
                  replay_only: bool = False, redaction: Redaction | None = None,
-                 base_delay: float = 0.5, stats: GradingStats | None = None) -> None:
+                 base_delay: float = 0.5, stats: GradingStats | None = None,
+                 juror: bool = False) -> None:
         self.prompt = prompt
         self.provider = provider
         self.cache = cache
@@ -141,6 +158,7 @@ class ItemGrader:
         self.replay_only = replay_only
         self.redaction = redaction
         self.base_delay = base_delay
+        self.juror = juror
         self.rng = random.Random()  # backoff jitter; one per run (seeding one per call costs)
         self.stats = stats if stats is not None else GradingStats()
         self.spec = provider.spec
@@ -217,7 +235,10 @@ class ItemGrader:
     async def grade(self, item: Item, request: JudgeRequest | None = None) -> Verdict:
         """The verdict on `item`; `request` is its rendered request when it was rendered
         ahead (the same `render` call), else it is rendered here when needed."""
-        self.stats.items += 1
+        if self.juror:
+            self.stats.juror_verdicts += 1
+        else:
+            self.stats.items += 1
         try:
             return await self._grade(item, request)
         except _Miss:
@@ -247,7 +268,8 @@ class ItemGrader:
                     self.stats.cache_hits += 1
                     return self._finish(item, verdict, {"cached": True})
         request = rendered or render(self.prompt, item, self.params, self.redaction)
-        self.stats.count_redactions(request)
+        if rendered is None or not self.juror:
+            self.stats.count_redactions(request)
         key = self.key_of(request)
         first = self.cache.get(key)
         if first is None:
@@ -333,7 +355,8 @@ class ItemGrader:
 
     def unscored(self, item: Item, reason: str, raw: str | None = None) -> Verdict:
         """An unscored verdict on `item` with the reason (and the raw completion, if any)."""
-        self.stats.unscored += 1
+        if not self.juror:
+            self.stats.unscored += 1
         v = unscored(item, self.prompt, self.spec, reason, raw)
         return self._finish(item, v, {})
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import InputError
 from judge.formats import Verdict
-from judge.grading.engine import GradingStats, ItemGrader
+from judge.grading.engine import Grader, GradingStats, ItemGrader
+from judge.grading.jury import Jury, JuryGrader
 from judge.items import Item
 from judge.pipeline.checkproc import CheckerProcess, can_fork
 from judge.pipeline.collect import Checked, Checker, OnChecked, Source, TraceChecked
@@ -85,17 +86,23 @@ def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
                  provider: Provider, settings: Settings, store: Store | None = None,
                  run_id: str | None = None, cache: CallCache | None = None,
                  options: GradeOptions = GradeOptions(), hooks: Hooks | None = None,
-                 errors: list[InputError] | None = None) -> Graded:
+                 errors: list[InputError] | None = None, jury: Jury | None = None) -> Graded:
     """Check and grade every trace of `sources`; route and store the verdicts under `run_id`
     (with a store), or keep calls in `cache` only (without). Items that already have a
     verdict in the run are skipped (a resumed run). Trace readers record unreadable traces
-    in `errors`, the same list the result's `errors` holds. Closes the provider."""
+    in `errors`, the same list the result's `errors` holds. `jury`: grades the rubrics it
+    applies to (judge.grading.jury); `provider` the others. Closes the providers."""
+    if jury is not None and options.batch:
+        from judge.errors import ConfigError
+
+        raise ConfigError("--batch cannot grade with a jury yet: grade without --batch, or "
+                          "without the jury")
     if store is None and cache is None:
         raise ValueError("grade_traces needs a store or a call cache")
     if store is not None and run_id is None:
         raise ValueError("grading into a store needs a run id")
     pipeline = _Pipeline(sources, prompts, provider, settings, store, run_id, cache, options,
-                         hooks or Hooks(), errors)
+                         hooks or Hooks(), errors, jury)
     # The coroutine returns nothing: asyncio.run formats its task's repr (with the result) on
     # the way out (signal.getsignal), which for a whole run's items costs seconds.
     asyncio.run(pipeline.run())
@@ -150,8 +157,9 @@ class _Pipeline:
     def __init__(self, sources: Iterable[Source], prompts: Mapping[str, Prompt],
                  provider: Provider, settings: Settings, store: Store | None,
                  run_id: str | None, cache: CallCache | None, options: GradeOptions,
-                 hooks: Hooks, errors: list[InputError] | None) -> None:
+                 hooks: Hooks, errors: list[InputError] | None, jury: Jury | None) -> None:
         self.sources = list(sources)
+        self.jury = jury
         self.prompts = prompts
         self.provider = provider
         self.settings = settings
@@ -164,13 +172,23 @@ class _Pipeline:
         self.stats = GradingStats()
         self.skip = store.stored_item_ids(self.run_id) if store is not None else set()
         self.checked = Checked(errors=self.errors)
-        self.graders: dict[str, ItemGrader] = {}
+        self.graders: dict[str, Grader] = {}
         self.result: Graded | None = None
 
-    def grader(self, rubric: str, limiter: RateLimiter | None) -> ItemGrader:
+    @property
+    def remote(self) -> bool:
+        return self.provider.remote or (self.jury is not None and self.jury.remote)
+
+    def grader(self, rubric: str, limiter: RateLimiter | None) -> Grader:
         if rubric not in self.graders:
             s = self.settings
             assert self.cache is not None
+            if self.jury is not None and self.jury.spec.applies(rubric):
+                self.graders[rubric] = JuryGrader(
+                    self.prompts[rubric], self.jury, self.cache, params=s.model_params(),
+                    retries=s.retries, limiter=limiter, replay_only=self.options.replay_only,
+                    redaction=s.redaction(), stats=self.stats)
+                return self.graders[rubric]
             self.graders[rubric] = ItemGrader(
                 self.prompts[rubric], self.provider, self.cache, params=s.model_params(),
                 retries=s.retries, limiter=limiter, replay_only=self.options.replay_only,
@@ -240,7 +258,7 @@ class _Pipeline:
         sink = VerdictSink(self.store, Router(self.store, self.options.policy), calls=writer,
                            keep=self.options.keep_verdicts, on_stored=on_stored)
         sink.vetoed = self.checked.vetoes  # type: ignore[assignment]
-        remote = self.provider.remote
+        remote = self.remote
         limiter = RateLimiter(self.settings.rpm) if self.settings.rpm and remote else None
         pool = GradingPool(self.settings.concurrency if remote else 1,
                            lambda job, v: sink.add(job.run_id, v))
@@ -264,6 +282,10 @@ class _Pipeline:
             self._finish(sink, writer, failed)
             self.stats.elapsed_s += time.perf_counter() - started
             await self.provider.aclose()
+            if self.jury is not None:
+                for p in self.jury.providers.values():
+                    if p is not self.provider:
+                        await p.aclose()
         verdicts = sink.verdicts
         if self.options.keep_verdicts:
             order = {it.item_id: i for i, it in enumerate(self.checked.items)}

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from judge.formats import Verdict
-from judge.grading.engine import ItemGrader
+from judge.grading.engine import Grader
 from judge.items import Item
 from judge.providers.base import JudgeRequest
 
@@ -21,7 +21,7 @@ from judge.providers.base import JudgeRequest
 class Job:
     run_id: str
     item: Item
-    grader: ItemGrader
+    grader: Grader
     request: JudgeRequest | None = None  # rendered ahead, or None
 
 
