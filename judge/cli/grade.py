@@ -27,6 +27,7 @@ from judge.settings import Settings
 
 if TYPE_CHECKING:
     from judge.grading.engine import GradingStats
+    from judge.grading.jury import Jury
     from judge.ledger import LoadedScenario
     from judge.pipeline import Checked, Graded
     from judge.prompts import Prompt
@@ -46,7 +47,16 @@ def grade(
     rubric: list[str] = typer.Option(
         [], "--rubric", "-r", help="Rubric to grade (repeatable; default: the scenario's)."),
     model: str | None = typer.Option(
-        None, "--model", "-m", help="openai:<model>, anthropic:<model>, heuristic, scripted."),
+        None, "--model", "-m", help="openai:<model>, anthropic:<model>, heuristic, scripted, "
+        "or a jury: 'jury[vote_share]:<model>+<model>[*k]'."),
+    jury: list[str] = typer.Option(
+        [], "--jury", help="Grade each item with a jury of these models (repeatable or "
+        "comma-separated); a split jury goes to review."),
+    samples: int | None = typer.Option(
+        None, "--samples", min=1, max=32, help="Ask each juror (no --jury: the model) this "
+        "many times: self-consistency; needs --temperature above 0."),
+    temperature: float | None = typer.Option(
+        None, "--temperature", min=0.0, max=2.0, help="Sampling temperature (default 0)."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, help="Requests in flight."),
@@ -65,22 +75,24 @@ def grade(
         None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."),
 ) -> None:
     """Grade the judge items of traces against a scenario, after the deterministic checks."""
+    from judge.grading.jury import build_judges
     from judge.prompts import load_prompt
-    from judge.providers.registry import default_model_spec, make_provider
+    from judge.providers.registry import default_model_spec
 
     with cli_errors():
         if output is not None:
             check_output(output)  # before any provider call
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
-                                 rpm=rpm, retries=retries, database_url=db)
+                                 rpm=rpm, retries=retries, database_url=db,
+                                 jury=jury_list(jury), samples=samples, temperature=temperature)
         spec = settings.model or default_model_spec(settings)
-        provider = make_provider(spec, settings)
+        provider, panel = build_judges(settings, spec)
         loaded = load_valid_scenario(scenario)  # as `judge validate` checks it
         rubrics = _rubrics(loaded, rubric)
         prompts = {name: load_prompt(name) for name in rubrics}
         _warn_unused(loaded, rubrics)
-        result, summary = _grade(loaded, traces, rubrics, prompts, provider, spec, settings,
-                                 cache, replay_only, progress)
+        result, summary = _grade(loaded, traces, rubrics, prompts, provider, panel, spec,
+                                 settings, cache, replay_only, progress)
         for err in result.errors:
             warn(f"error: {err.message}")
         if result.checked.n_traces == 0:
@@ -106,8 +118,8 @@ def grade(
 
 
 def _grade(loaded: LoadedScenario, traces: list[Path], rubrics: list[str],
-           prompts: dict[str, Prompt], provider: Provider, spec: str, settings: Settings,
-           cache: Path | None, replay_only: bool,
+           prompts: dict[str, Prompt], provider: Provider, jury: Jury | None, spec: str,
+           settings: Settings, cache: Path | None, replay_only: bool,
            progress: bool | None) -> tuple[Graded, dict[str, Any]]:
     """Grade through the pipeline, into the database (a run of its own) or, with --cache,
     into a JSONL call cache only; returns the result and the summary."""
@@ -118,7 +130,9 @@ def _grade(loaded: LoadedScenario, traces: list[Path], rubrics: list[str],
 
     errors: list[InputError] = []
     source = Source(loaded, (t for path in traces for t in iter_traces(path, errors)), rubrics)
-    with progress_bar(f"grading with {provider.display_name}", progress,
+    judge_name = jury.display_name if jury is not None and \
+        all(jury.spec.applies(r) for r in rubrics) else provider.display_name
+    with progress_bar(f"grading with {judge_name}", progress,
                       min_items=PROGRESS_MIN_ITEMS) as bar:
         stored = 0
 
@@ -140,17 +154,20 @@ def _grade(loaded: LoadedScenario, traces: list[Path], rubrics: list[str],
             with JsonlCache(cache) as calls:
                 result = grade_traces([source], prompts=prompts, provider=provider,
                                       settings=settings, cache=calls, errors=errors,
-                                      hooks=hooks, options=GradeOptions(
+                                      hooks=hooks, jury=jury, options=GradeOptions(
                                           replay_only=replay_only, policy=None,
                                           keep_verdicts=True))
-            return result, _summary(result.verdicts, provider, result.stats, result.checked,
-                                    rubrics, prompts, replay_only)
+            return result, _summary(result.verdicts, provider, jury, result.stats,
+                                    result.checked, rubrics, prompts, replay_only)
         with open_database(settings=settings) as store:
-            result = grade_run([source], store=store, config={"command": "grade", "model": spec},
+            config: dict[str, Any] = {"command": "grade", "model": spec}
+            if jury is not None:
+                config["jury"] = jury.spec.to_config()
+            result = grade_run([source], store=store, config=config,
                                prompts=prompts, provider=provider, settings=settings,
-                               errors=errors, hooks=hooks,
+                               errors=errors, hooks=hooks, jury=jury,
                                options=GradeOptions(replay_only=replay_only, keep_verdicts=True))
-            summary = _summary(result.verdicts, provider, result.stats, result.checked,
+            summary = _summary(result.verdicts, provider, jury, result.stats, result.checked,
                                rubrics, prompts, replay_only)
             summary["run_id"] = result.run_id
             summary["database"] = store.where
@@ -175,14 +192,21 @@ def _warn_unused(loaded: LoadedScenario, rubrics: list[str]) -> None:
                  f"(its rubrics: {', '.join(sorted(used)) or 'none'}); no items to grade for it")
 
 
-def _summary(verdicts: list[Verdict], provider: Provider, stats: GradingStats, checked: Checked,
-             rubrics: list[str], prompts: dict[str, Prompt],
-             replay_only: bool) -> dict[str, Any]:
+def _summary(verdicts: list[Verdict], provider: Provider, jury: Jury | None,
+             stats: GradingStats, checked: Checked, rubrics: list[str],
+             prompts: dict[str, Prompt], replay_only: bool) -> dict[str, Any]:
     count = {"pass": 0, "fail": 0, "unscored": 0}
     for v in verdicts:
         count[v.label] += 1
+    jury_part: dict[str, Any] = {}
+    if jury is not None:
+        jury_part["jury"] = {**jury.spec.to_config(), "seats": jury.spec.seats,
+                             "jurors": [j.id for j in jury.spec.jurors()]}
+    everyone = jury is not None and all(jury.spec.applies(r) for r in rubrics)
     return {
-        "judge": provider.display_name, "model": provider.spec,
+        "judge": jury.display_name if jury is not None and everyone else provider.display_name,
+        "model": jury.spec.name if jury is not None and everyone else provider.spec,
+        **jury_part,
         "prompts": {r: f"{prompts[r].version} {prompts[r].hash}" for r in rubrics},
         "traces": checked.n_traces, "vetoed_traces": len(checked.vetoes),
         "items": len(verdicts), **count,
@@ -214,3 +238,12 @@ def _print_text(verdicts: list[Verdict], s: dict[str, Any], *, err: bool = False
         f"{s['vetoed_traces']} traces vetoed ({s['overruled']} verdicts overruled); "
         f"{s['provider_calls']} provider calls, {s['cache_hits']} cached, "
         f"{s['reasks']} re-asked", err=err)
+    if "jury" in s:
+        echo(f"jury {field(s['jury']['name'])}: {s.get('juror_verdicts', 0)} juror verdicts, "
+             f"{s.get('jury_splits', 0)} split (routed to review)", err=err)
+
+
+def jury_list(values: list[str]) -> tuple[str, ...] | None:
+    """`--jury a --jury b` or `--jury a,b` → ("a", "b"); None when not given."""
+    out = tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+    return out or None

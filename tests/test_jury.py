@@ -1,0 +1,299 @@
+"""Juries and self-consistency (issue 14 item 2): several models, or k samples of one, grade
+each item; the verdicts combine into one; a split jury goes to review as "jury split"; each
+juror's verdict is kept so reports can give its agreement.
+
+The end-to-end tests run `judge grade` with the real openai and anthropic SDKs against the
+local fake server, whose answers depend on the model name or the seed, so the jurors really
+disagree on the wire."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from judge.cli.main import app
+from judge.errors import ConfigError
+from judge.formats import Verdict
+from judge.grading.jury import (
+    Juror,
+    JurySpec,
+    combine,
+    juror_verdicts,
+    jury_from_settings,
+    parse_jury,
+)
+from judge.prompts import load_prompt
+from judge.providers.base import ModelParams
+from judge.providers.scripted import default_verdict, find_seq
+from judge.routing import JURY_SPLIT, RoutingPolicy, route_verdict
+from judge.settings import Settings
+from judge.testing.fakeserver import FakeProviderServer
+from judge.testing.faults import FakeRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+REFUND = ROOT / "examples" / "scenarios" / "refund-once"
+PASS = REFUND / "pass.json"
+ITEM = "t/run-1#4:scope_fidelity"
+
+
+def v(label: str, conf: float | None = 0.8, key: str | None = None,
+      ev: int | None = None, reason: str | None = None) -> Verdict:
+    if label == "fail":
+        key = key or "refundOnce"
+        ev = 4 if ev is None else ev
+    return Verdict(item_id=ITEM, label=label,  # type: ignore[arg-type]
+                   violated_key=key, evidence_event=ev,
+                   confidence=None if label == "unscored" else conf,
+                   reason=reason or ("juror failed" if label == "unscored" else None))
+
+
+def jury_of(n: int, **kw: Any) -> tuple[JurySpec, tuple[Juror, ...]]:
+    spec = JurySpec(tuple((f"openai:m{i}", 1) for i in range(n)), **kw)
+    return spec, spec.jurors()
+
+
+PROMPT = load_prompt("scope_fidelity")
+
+
+# ------------------------------------------------------------------ spec and combine rules
+
+def test_spec_round_trips_and_names_seats() -> None:
+    spec = parse_jury("jury[mean]:openai:a*3+anthropic:b")
+    assert spec.members == (("openai:a", 3), ("anthropic:b", 1))
+    assert spec.name == "jury[mean]:openai:a*3+anthropic:b"
+    assert [j.id for j in spec.jurors()] == ["openai:a#1", "openai:a#2", "openai:a#3",
+                                             "anthropic:b"]
+    assert parse_jury(spec.name) == spec
+    again = JurySpec.from_config({**spec.to_config(), "min_share": 0.6, "rubrics": ["x"]})
+    assert again.min_share == 0.6 and again.rubrics == frozenset({"x"})
+    assert again.applies("x") and not again.applies("y")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("jury[vote_share]:openai:a", "at least two seats"),
+    ("jury[vote_share]:openai:a+openai:a", "named twice"),
+    ("jury[median]:openai:a+openai:b", "confidence"),
+    ("jury:openai:a+openai:b", "not a jury spec"),
+    ("jury[vote_share]:openai:a*0+openai:b", "samples must be"),
+    ("jury[vote_share]:openai:a*40", "samples must be"),
+    ("jury[vote_share]:openai:a+jury[mean]:b", "not"),
+])
+def test_bad_specs_say_what_is_wrong(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        parse_jury(text)
+
+
+def test_samples_params_differ_by_seed_and_sample_and_sample_zero_is_the_plain_call() -> None:
+    base = ModelParams(temperature=0.7, seed=10)
+    jurors = parse_jury("jury[vote_share]:openai:a*3").jurors()
+    params = [j.params(base) for j in jurors]
+    assert params[0] is base and params[0].to_dict() == {"temperature": 0.7, "seed": 10,
+                                                         "max_tokens": 1024}
+    assert [p.seed for p in params] == [10, 11, 12]
+    assert params[2].to_dict()["sample"] == 2
+    no_seed = jurors[1].params(ModelParams(temperature=0.7, seed=None))
+    assert no_seed.seed is None and no_seed.to_dict()["sample"] == 1  # still its own key
+
+
+def test_majority_vote_share_and_the_fail_voice() -> None:
+    spec, jurors = jury_of(3)
+    out = combine(ITEM, PROMPT, spec, jurors,
+                  [v("fail", 0.6, "a", 4), v("pass", 0.9), v("fail", 0.7, "a", 4)])
+    assert out.label == "fail" and out.violated_key == "a" and out.evidence_event == 4
+    assert out.confidence == pytest.approx(2 / 3)
+    record = out.metadata["jury"]
+    assert record["votes"] == {"pass": 1, "fail": 2, "unscored": 0}
+    assert record["split"] is True and record["vote_share"] == pytest.approx(2 / 3, abs=1e-6)
+    assert out.model == spec.name and out.prompt_hash == PROMPT.hash
+    assert out.rationale is not None and out.rationale.startswith("jury 2 of 3 fail")
+
+
+def test_the_key_most_fail_voters_name_speaks_then_confidence() -> None:
+    spec, jurors = jury_of(3)
+    out = combine(ITEM, PROMPT, spec, jurors,
+                  [v("fail", 0.99, "x", 2), v("fail", 0.6, "y", 5), v("fail", 0.7, "y", 5)])
+    assert (out.violated_key, out.evidence_event) == ("y", 5)
+    assert out.metadata["jury"]["split"] is False and out.confidence == 1.0
+
+
+def test_a_tie_is_a_fail_and_a_split() -> None:
+    spec, jurors = jury_of(2)
+    out = combine(ITEM, PROMPT, spec, jurors, [v("pass", 0.9), v("fail", 0.55)])
+    assert out.label == "fail" and out.confidence == 0.5
+    assert out.metadata["jury"]["split"] is True
+
+
+def test_mean_confidence_is_the_jurors_probability_of_the_winning_label() -> None:
+    spec, jurors = jury_of(3, confidence="mean")
+    out = combine(ITEM, PROMPT, spec, jurors, [v("pass", 0.9), v("pass", 0.7), v("fail", 0.8)])
+    assert out.label == "pass"
+    assert out.confidence == pytest.approx((0.9 + 0.7 + 0.2) / 3)
+
+
+def test_min_share_decides_what_is_a_split() -> None:
+    votes = [v("pass"), v("pass"), v("pass"), v("fail")]
+    spec, jurors = jury_of(4, min_share=0.75)
+    assert combine(ITEM, PROMPT, spec, jurors, votes).metadata["jury"]["split"] is False
+    spec, jurors = jury_of(4, min_share=0.8)
+    assert combine(ITEM, PROMPT, spec, jurors, votes).metadata["jury"]["split"] is True
+
+
+def test_too_few_valid_votes_is_unscored_with_the_reason() -> None:
+    spec, jurors = jury_of(3)
+    out = combine(ITEM, PROMPT, spec, jurors,
+                  [v("pass"), v("unscored", reason="HTTP 500"), v("unscored")])
+    assert out.label == "unscored" and out.reason is not None
+    assert "1 of 3" in out.reason and "HTTP 500" in out.reason
+    # a majority of seats voted: the absent juror does not make a split
+    out = combine(ITEM, PROMPT, spec, jurors, [v("pass"), v("pass"), v("unscored")])
+    assert out.label == "pass" and out.metadata["jury"]["split"] is False
+    assert out.metadata["jury"]["votes"]["unscored"] == 1
+
+
+def test_juror_verdicts_come_back_from_the_record() -> None:
+    spec, jurors = jury_of(3)
+    out = combine(ITEM, PROMPT, spec, jurors, [v("fail", 0.6, "a", 4), v("pass", 0.9),
+                                               v("unscored", reason="timeout")])
+    back = juror_verdicts(out)
+    assert [back[j.id].label for j in jurors] == ["fail", "pass", "unscored"]
+    assert back["openai:m0"].violated_key == "a" and back["openai:m2"].reason == "timeout"
+    assert juror_verdicts(v("pass")) == {}
+    broken = out.model_copy(update={"metadata": {"jury": {"jurors": [{"juror": 3}, "x"]}}})
+    assert juror_verdicts(broken) == {}
+
+
+# ------------------------------------------------------------------ routing
+
+def test_a_split_jury_goes_to_review_as_jury_split_after_veto_and_invalid() -> None:
+    spec, jurors = jury_of(3)
+    split = combine(ITEM, PROMPT, spec, jurors, [v("pass"), v("pass"), v("fail")])
+    route = route_verdict(split, vetoed=False, calibration=None, policy=RoutingPolicy())
+    assert (route.route, route.reason) == ("review", JURY_SPLIT)
+    assert route_verdict(split, vetoed=True, calibration=None).reason == "veto"
+    agreed = combine(ITEM, PROMPT, spec, jurors, [v("pass"), v("pass"), v("pass")])
+    assert route_verdict(agreed, vetoed=False, calibration=None).reason == "uncalibrated"
+
+
+# ------------------------------------------------------------------ settings
+
+def test_settings_make_the_jury_and_refuse_samples_at_temperature_zero() -> None:
+    s = Settings.load(environ={"JUDGE_JURY": "openai:a, anthropic:b", "JUDGE_SAMPLES": "2",
+                               "JUDGE_TEMPERATURE": "0.7", "JUDGE_JURY_MIN_SHARE": "0.6",
+                               "JUDGE_JURY_RUBRICS": "scope_fidelity"})
+    spec = jury_from_settings(s, "heuristic")
+    assert spec is not None
+    assert spec.name == "jury[vote_share]:openai:a*2+anthropic:b*2"
+    assert spec.min_share == 0.6 and spec.rubrics == frozenset({"scope_fidelity"})
+    assert jury_from_settings(Settings.load(environ={}), "heuristic") is None
+    with pytest.raises(ConfigError, match="temperature"):
+        jury_from_settings(Settings.load(environ={"JUDGE_SAMPLES": "3"}), "openai:a")
+    with pytest.raises(ConfigError, match=r"JUDGE_JURY_MIN_SHARE.*0\.5"):
+        Settings.load(environ={"JUDGE_JURY_MIN_SHARE": "0.3"})
+
+
+# ------------------------------------------------------------------ end to end, on the wire
+
+def grade(*args: str | Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["grade", *map(str, args)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def fail_reply(req: FakeRequest) -> dict[str, Any]:
+    reply = default_verdict(req.schema, seq=find_seq(req.text), label="fail", confidence=0.8)
+    reply["violated_key"] = "refundOnce"
+    return reply
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    """judge-b always says fail; everyone else says pass; with a seed of 1, fail too."""
+    def answer(req: FakeRequest) -> dict[str, Any] | None:
+        body = req.body if isinstance(req.body, dict) else {}
+        if req.model == "judge-b" or body.get("seed") == 1:
+            return fail_reply(req)
+        return None  # the canned pass
+
+    with FakeProviderServer(responder=answer) as srv:
+        yield srv
+
+
+def test_a_jury_of_two_models_splits_and_routes_to_review(server: FakeProviderServer) -> None:
+    args = (REFUND, PASS, "--jury", "openai:judge-a,openai:judge-b", "--base-url",
+            server.openai_base_url, "--format", "json")
+    code, out, err = grade(*args)
+    assert code == 1, err  # a fail verdict: tie is a fail
+    data = json.loads(out)
+    verdicts, summary = data["verdicts"], data["summary"]
+    n = len(verdicts)
+    assert n >= 1 and server.generation_count == 2 * n == summary["provider_calls"]
+    assert summary["model"] == "jury[vote_share]:openai:judge-a+openai:judge-b"
+    assert summary["jury_splits"] == n and summary["juror_verdicts"] == 2 * n
+    for verdict in verdicts:
+        assert verdict["label"] == "fail" and verdict["violated_key"] == "refundOnce"
+        assert (verdict["route"], verdict["route_reason"]) == ("review", "jury split")
+        jurors = verdict["metadata"]["jury"]["jurors"]
+        assert [(j["juror"], j["label"]) for j in jurors] == [("openai:judge-a", "pass"),
+                                                              ("openai:judge-b", "fail")]
+    from judge.store import open_store
+
+    with open_store("sqlite:///judge.db") as store:
+        assert store.queue.stats()["by_reason"] == {"jury split": n}
+    sent = server.generation_count
+    code, out, _ = grade(*args)
+    assert json.loads(out)["summary"]["provider_calls"] == 0
+    assert server.generation_count == sent  # every juror's call came from the cache
+
+
+def test_samples_of_one_model_vote_and_min_share_decides_the_split(
+        server: FakeProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = (REFUND, PASS, "--model", "openai:judge-a", "--samples", "3", "--temperature",
+            "0.7", "--base-url", server.openai_base_url, "--format", "json",
+            "--cache", "calls.jsonl")
+    code, out, err = grade(*args)
+    assert code == 0, err
+    data = json.loads(out)
+    seeds = sorted({r.body["seed"] for r in server.generations()})
+    assert seeds == [0, 1, 2]  # each sample is its own call, seed + i
+    for verdict in data["verdicts"]:
+        assert verdict["label"] == "pass"
+        assert verdict["confidence"] == pytest.approx(2 / 3)
+        assert verdict["model"] == "jury[vote_share]:openai:judge-a*3"
+        assert verdict["metadata"]["jury"]["split"] is True
+    monkeypatch.setenv("JUDGE_JURY_MIN_SHARE", "0.6")
+    sent = server.generation_count
+    code, out, err = grade(*args)
+    assert code == 0, err
+    assert server.generation_count == sent
+    assert all(not vd["metadata"]["jury"]["split"] for vd in json.loads(out)["verdicts"])
+
+
+def test_anthropic_samples_without_a_seed_are_still_separate_calls(
+        server: FakeProviderServer) -> None:
+    args = (REFUND, PASS, "--model", "anthropic:judge-c", "--samples", "2", "--temperature",
+            "0.5", "--base-url", server.anthropic_base_url, "--format", "json",
+            "--cache", "calls.jsonl")
+    code, out, err = grade(*args)
+    assert code == 0, err
+    n = len(json.loads(out)["verdicts"])
+    assert server.generation_count == 2 * n
+    grade(*args)
+    assert server.generation_count == 2 * n
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--samples", "3"), "temperature"),
+    (("--jury", "openai:x,openai:x"), "named twice"),
+    (("--jury", "nonsense:x,openai:y"), "unknown model spec"),
+    (("--model", "jury[vote_share]:openai:a+openai:b", "--samples", "2"), "already a jury"),
+])
+def test_bad_jury_options_are_one_line_exit_2_before_any_call(
+        args: tuple[str, ...], message: str, server: FakeProviderServer) -> None:
+    code, _, err = grade(REFUND, PASS, "--base-url", server.openai_base_url, *args)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert server.generation_count == 0
