@@ -168,3 +168,9 @@ def silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):  # no file descriptor (an in-memory stdout)
         pass
+
+
+def jury_list(values: list[str]) -> tuple[str, ...] | None:
+    """`--jury a --jury b` or `--jury a,b` → ("a", "b"); None when not given."""
+    out = tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+    return out or None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from judge.cli.common import cli_errors, die, load_valid_scenario, warn
+from judge.cli.common import cli_errors, die, jury_list, load_valid_scenario, warn
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP
 from judge.errors import ConfigError, InputError
@@ -48,7 +48,7 @@ def grade(
         [], "--rubric", "-r", help="Rubric to grade (repeatable; default: the scenario's)."),
     model: str | None = typer.Option(
         None, "--model", "-m", help="openai:<model>, anthropic:<model>, heuristic, scripted, "
-        "or a jury: 'jury[vote_share]:<model>+<model>[*k]'."),
+        "or a jury: 'jury\\[vote_share]:<model>+<model>\\[*k]'."),
     jury: list[str] = typer.Option(
         [], "--jury", help="Grade each item with a jury of these models (repeatable or "
         "comma-separated); a split jury goes to review."),
@@ -241,9 +241,3 @@ def _print_text(verdicts: list[Verdict], s: dict[str, Any], *, err: bool = False
     if "jury" in s:
         echo(f"jury {field(s['jury']['name'])}: {s.get('juror_verdicts', 0)} juror verdicts, "
              f"{s.get('jury_splits', 0)} split (routed to review)", err=err)
-
-
-def jury_list(values: list[str]) -> tuple[str, ...] | None:
-    """`--jury a --jury b` or `--jury a,b` → ("a", "b"); None when not given."""
-    out = tuple(p.strip() for v in values for p in v.split(",") if p.strip())
-    return out or None

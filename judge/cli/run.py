@@ -21,7 +21,7 @@ from typing import Any
 
 import typer
 
-from judge.cli.common import cli_errors, die, warn
+from judge.cli.common import cli_errors, die, jury_list, warn
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
 from judge.errors import InputError
@@ -71,7 +71,16 @@ def run(
     suite_file: Path | None = typer.Argument(None, help="the suite manifest (YAML)"),
     suite: str | None = typer.Option(None, "--suite", help="which suite of the manifest"),
     model: str | None = typer.Option(None, "--model", help="judge model spec, e.g. "
-                                     "openai:gpt-4.1-mini, anthropic:…, heuristic"),
+                                     "openai:gpt-4.1-mini, anthropic:…, heuristic, or a "
+                                     "jury: 'jury\\[vote_share]:<model>+<model>\\[*k]'"),
+    jury: list[str] = typer.Option([], "--jury", help="grade with a jury of these models "
+                                   "(repeatable or comma-separated); a split jury goes to "
+                                   "review"),
+    samples: int | None = typer.Option(None, "--samples", min=1, max=32,
+                                       help="ask each juror (no --jury: the model) this many "
+                                            "times; needs --temperature above 0"),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0,
+                                             help="sampling temperature (default 0)"),
     base_url: str | None = typer.Option(None, "--base-url",
                                         help="OpenAI-compatible server (vLLM, Ollama, …)"),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
@@ -108,7 +117,8 @@ def run(
 
     with cli_errors():
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
-                                 rpm=rpm, database_url=database)
+                                 rpm=rpm, database_url=database, jury=jury_list(jury),
+                                 samples=samples, temperature=temperature)
         for out in (junit, summary_md):
             if out is not None:
                 check_output(out)

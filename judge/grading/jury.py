@@ -322,8 +322,11 @@ class Jury:
             await p.aclose()
 
 
-def build_judges(settings: Settings, model: str) -> tuple[Provider, Jury | None]:
+def build_judges(settings: Settings, model: str, *,
+                 stored: Mapping[str, Any] | None = None) -> tuple[Provider, Jury | None]:
     """The single judge and the jury (None: none) that `model` and the settings ask for.
+    `stored`: the jury a resumed run was started with (`JurySpec.to_config`): the run goes
+    on with it (its min_share and rubrics too); settings naming other jurors are refused.
 
     `model` may itself be a jury spec (`jury[...]:a+b`); then the jury grades every rubric
     it applies to and its first member stands in as the single judge for the others.
@@ -342,15 +345,31 @@ def build_judges(settings: Settings, model: str) -> tuple[Provider, Jury | None]
         if spec.needs_temperature() and settings.temperature == 0:
             raise ConfigError(f"{model}: samples of one model at temperature 0 are one answer "
                               f"asked again; set a temperature above 0 (e.g. --temperature 0.7)")
+        spec = _same_as_stored(spec, stored) or spec
         jury = Jury.build(spec, settings)
         return jury.providers[spec.members[0][0]], jury
     provider = make_provider(model, settings)
     spec2 = jury_from_settings(settings, model)
+    if spec2 is None and stored:
+        spec2 = JurySpec.from_config(stored)
+    spec2 = _same_as_stored(spec2, stored)
     if spec2 is None:
         return provider, None
     providers = {m: provider if m == model else make_provider(m, settings)
                  for m, _ in spec2.members}
     return provider, Jury(spec2, providers)
+
+
+def _same_as_stored(spec: JurySpec | None, stored: Mapping[str, Any] | None
+                    ) -> JurySpec | None:
+    """The stored jury when there is one (`spec` must seat the same jurors), else `spec`."""
+    if not stored:
+        return spec
+    was = JurySpec.from_config(stored)
+    if spec is not None and spec.name != was.name:
+        raise ConfigError(f"the run was graded by {was.name}; resume it with the same jury, "
+                          f"not {spec.name}")
+    return was
 
 
 class JuryGrader:

@@ -18,7 +18,8 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from judge.formats import Verdict, parse_item_id
-from judge.grading.engine import GradingStats, ItemGrader
+from judge.grading.engine import Grader, GradingStats, ItemGrader
+from judge.grading.jury import Jury, JuryGrader
 from judge.items import Item
 from judge.pipeline.pool import GradingPool, Job
 from judge.pipeline.route import Router
@@ -47,6 +48,7 @@ def enqueue_run(store: Store, run_id: str, items: Sequence[Item],
 
 
 def work_loop(store: Store, provider_for: Callable[[str], Provider], settings: Settings, *,
+              jury_for: Callable[[str], Jury | None] | None = None,
               run_id: str | None = None, lease_s: float = DEFAULT_LEASE_S,
               idle_exit_s: float = 5.0, poll_s: float = 0.5,
               policy: RoutingPolicy | None = None, owner: str | None = None,
@@ -54,23 +56,29 @@ def work_loop(store: Store, provider_for: Callable[[str], Provider], settings: S
     """Claim, grade, store, repeat; stop after `idle_exit_s` with nothing to claim (or, with
     `stop_when_run_done`, when no work of `run_id` is left). Up to `concurrency` items are
     graded at once and about as many more are claimed ahead, so the pool never drains
-    between claims."""
-    worker = _Worker(store, provider_for, settings, lease_s=lease_s,
+    between claims. `jury_for(run_id)`: the run's jury (None: a single judge; default: the
+    `jury` of `provider_for` when it is a RunProviders)."""
+    if jury_for is None and isinstance(provider_for, RunProviders):
+        jury_for = provider_for.jury
+    worker = _Worker(store, provider_for, jury_for, settings, lease_s=lease_s,
                      policy=policy or RoutingPolicy(), owner=owner or worker_name())
     return asyncio.run(worker.run(run_id, idle_exit_s, poll_s, stop_when_run_done))
 
 
 class _Worker:
     def __init__(self, store: Store, provider_for: Callable[[str], Provider],
+                 jury_for: Callable[[str], Jury | None] | None,
                  settings: Settings, *, lease_s: float, policy: RoutingPolicy,
                  owner: str) -> None:
         self.store, self.settings, self.owner = store, settings, owner
         self.provider_for = provider_for
+        self.jury_for = jury_for
+        self.juries: dict[str, Jury | None] = {}
         self.lease_s = lease_s
         self.stats = GradingStats()
         self.prompts: dict[str, Prompt] = {}
         self.providers: dict[str, Provider] = {}
-        self.graders: dict[tuple[str, str], ItemGrader] = {}
+        self.graders: dict[tuple[str, str], Grader] = {}
         self.leased: dict[tuple[str, str], WorkItem] = {}
         self.sink = VerdictSink(store, Router(store, policy), on_stored=self._stored)
         self.progress = asyncio.Event()
@@ -83,16 +91,25 @@ class _Worker:
         self.progress.set()
         self.sink.add(job.run_id, verdict)
 
-    def _grader(self, run_id: str, rubric: str) -> ItemGrader:
+    def _grader(self, run_id: str, rubric: str) -> Grader:
         key = (run_id, rubric)
         if key not in self.graders:
             if rubric not in self.prompts:
                 self.prompts[rubric] = load_prompt(rubric)
             if run_id not in self.providers:
                 self.providers[run_id] = self.provider_for(run_id)
+                self.juries[run_id] = self.jury_for(run_id) if self.jury_for else None
             provider = self.providers[run_id]
+            jury = self.juries[run_id]
             s = self.settings
-            limiter = RateLimiter(s.rpm) if s.rpm and provider.remote else None
+            remote = provider.remote or (jury is not None and jury.remote)
+            limiter = RateLimiter(s.rpm) if s.rpm and remote else None
+            if jury is not None and jury.spec.applies(rubric):
+                self.graders[key] = JuryGrader(
+                    self.prompts[rubric], jury, self.store.calls, params=s.model_params(),
+                    retries=s.retries, limiter=limiter, redaction=s.redaction(),
+                    stats=self.stats)
+                return self.graders[key]
             self.graders[key] = ItemGrader(
                 self.prompts[rubric], provider, self.store.calls, params=s.model_params(),
                 retries=s.retries, limiter=limiter, redaction=s.redaction(), stats=self.stats)
@@ -154,8 +171,13 @@ class _Worker:
                 with suppress(asyncio.CancelledError):
                     await grading
             self.sink.flush()
-            for provider in self.providers.values():
-                await provider.aclose()
+            closed: set[int] = set()
+            for provider in [*self.providers.values(),
+                             *(p for j in self.juries.values() if j is not None
+                               for p in j.providers.values())]:
+                if id(provider) not in closed:
+                    closed.add(id(provider))
+                    await provider.aclose()
         return self.stats
 
 
@@ -167,16 +189,33 @@ def _trace_of(item_id: str) -> str:
 
 
 class RunProviders:
-    """One provider per run, built from the model spec stored on the run (or `fixed`)."""
+    """One provider (and jury, if the run has one) per run, built from the model spec and
+    jury stored on the run (or `fixed`, `fixed_jury`: the run this process started)."""
 
-    def __init__(self, store: Store, settings: Settings, fixed: Provider | None = None) -> None:
+    def __init__(self, store: Store, settings: Settings, fixed: Provider | None = None,
+                 fixed_jury: Jury | None = None) -> None:
         self.store, self.settings, self.fixed = store, settings, fixed
+        self.fixed_jury = fixed_jury
+        self._built: dict[str, tuple[Provider, Jury | None]] = {}
+
+    def _build(self, run_id: str) -> tuple[Provider, Jury | None]:
+        if run_id not in self._built:
+            from judge.grading.jury import build_judges
+            from judge.providers.registry import default_model_spec
+
+            config = (self.store.get_run(run_id) or {}).get("config") or {}
+            spec = config.get("model") or default_model_spec(self.settings)
+            # the run's own jury, not this worker's settings
+            plain = self.settings.model_copy(update={"jury": (), "samples": 1})
+            self._built[run_id] = build_judges(plain, spec, stored=config.get("jury"))
+        return self._built[run_id]
 
     def __call__(self, run_id: str) -> Provider:
         if self.fixed is not None:
             return self.fixed
-        from judge.providers.registry import default_model_spec, make_provider
+        return self._build(run_id)[0]
 
-        run = self.store.get_run(run_id) or {}
-        spec = (run.get("config") or {}).get("model") or default_model_spec(self.settings)
-        return make_provider(spec, self.settings)
+    def jury(self, run_id: str) -> Jury | None:
+        if self.fixed is not None:
+            return self.fixed_jury
+        return self._build(run_id)[1]

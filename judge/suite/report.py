@@ -35,7 +35,15 @@ def judge_line(s: dict[str, Any]) -> str:
     return (f"judge {visible(j['name'])}: {j['items']} item(s) — {j['auto_accepted']} "
             f"auto-accepted, {j['review']} sent to review, {j['unscored']} unscored, "
             f"{j['overruled']} overruled by deterministic vetoes; {j['provider_calls']} "
-            f"provider call(s), {j['cache_hits']} from cache")
+            f"provider call(s), {j['cache_hits']} from cache" + _jury_part(j))
+
+
+def _jury_part(j: dict[str, Any]) -> str:
+    jury = j.get("jury")
+    if not isinstance(jury, dict):
+        return ""
+    return (f"; jury {visible(jury.get('name'))}: {jury.get('splits', 0)} split verdict(s) "
+            f"sent to review")
 
 
 def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import InputError, StoreError
 from judge.grading.engine import GradingStats
+from judge.grading.jury import Jury, build_judges
 from judge.items import Item
 from judge.pipeline.collect import Checker, Source, TraceChecked
 from judge.pipeline.grade import GradeOptions, Hooks, fail_run, grade_traces
 from judge.providers.base import Provider
-from judge.providers.registry import make_provider
 from judge.routing import RoutingPolicy
 from judge.settings import Settings
 from judge.suite.plan import Plan, iter_source
@@ -127,10 +127,13 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     """Check, grade, route and store the suite's traces as one run (or continue
     `opts.resume`); returns the summary, also stored on the run. SuiteInterrupted on SIGINT."""
     hooks = hooks or RunHooks()
-    provider = make_provider(model_spec, settings)  # ConfigError before any call
+    before = (store.get_run(opts.resume) or {}).get("config") or {} if opts.resume else {}
+    # ConfigError before any call
+    provider, jury = build_judges(settings, model_spec, stored=before.get("jury"))
     run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
         "model": model_spec, "replay_only": opts.replay_only,
+        **({"jury": jury.spec.to_config()} if jury is not None else {}),
         **({"allow_outside": True} if plan.allow_outside else {})})
     if hooks.on_start is not None:
         hooks.on_start(len(store.stored_item_ids(run_id)))
@@ -142,19 +145,23 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
             checked = Checker(sources(plan, errors), store, errors=errors,
                               on_checked=observed, keep_events=True).run()
             stats = _distributed(store, run_id, checked.items, checked.vetoes, provider,
-                                 settings, opts)
+                                 jury, settings, opts)
         else:
             graded = grade_traces(
                 sources(plan, errors), prompts=used, provider=provider, settings=settings,
-                store=store, run_id=run_id, errors=errors,
+                store=store, run_id=run_id, errors=errors, jury=jury,
                 options=GradeOptions(replay_only=opts.replay_only, policy=opts.policy,
                                      batch=opts.batch, batch_poll_s=opts.batch_poll_s),
                 hooks=Hooks(on_checked=observed, on_items=hooks.on_items,
                             on_verdicts=hooks.on_verdicts))
             stats = graded.stats
+        everyone = jury is not None and all(jury.spec.applies(r) for r in used)
         summary = summarize(plan, observed.outcomes, errors, store, run_id,
-                            provider.display_name, model_spec, stats,
-                            require_calibrated=opts.require_calibrated)
+                            jury.display_name if jury is not None and everyone
+                            else provider.display_name,
+                            jury.spec.name if jury is not None and everyone else model_spec,
+                            stats, require_calibrated=opts.require_calibrated,
+                            jury=jury.spec if jury is not None else None)
     except KeyboardInterrupt:
         store.finish_run(run_id, status="interrupted")
         raise SuiteInterrupted(run_id) from None
@@ -166,7 +173,7 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
 
 
 def _distributed(store: Store, run_id: str, items: Sequence[Item], vetoed: Collection[str],
-                 provider: Provider,
+                 provider: Provider, jury: Jury | None,
                  settings: Settings, opts: RunOptions) -> GradingStats:
     """Queue the run's items for `judge worker` processes, work alongside them (unless
     --no-local-worker) and wait until every item is graded."""
@@ -175,7 +182,7 @@ def _distributed(store: Store, run_id: str, items: Sequence[Item], vetoed: Colle
     enqueue_run(store, run_id, items, vetoed)
     stats = GradingStats()
     if opts.local_worker:
-        stats = work_loop(store, RunProviders(store, settings, provider), settings,
+        stats = work_loop(store, RunProviders(store, settings, provider, jury), settings,
                           run_id=run_id, stop_when_run_done=True, idle_exit_s=1e9,
                           policy=opts.policy)
     deadline = time.monotonic() + opts.wait_timeout_s

@@ -10,9 +10,10 @@ from judge.checks import CheckReport
 from judge.errors import InputError
 from judge.formats import Verdict, parse_item_id
 from judge.grading.engine import GradingStats
+from judge.grading.jury import JurySpec
 from judge.ledger import LoadedScenario
 from judge.pipeline.collect import TraceChecked
-from judge.routing import UNCALIBRATED
+from judge.routing import JURY_SPLIT, UNCALIBRATED
 from judge.suite.changes import changes_since
 from judge.suite.cluster import cluster_failures, minimal_slice
 from judge.suite.components import (
@@ -87,7 +88,7 @@ def _agreement_drop(plan: Plan, store: Store, run_id: str) -> AgreementDrop | No
 
 def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: Store,
               run_id: str, judge_name: str, model_spec: str, stats: GradingStats | None, *,
-              require_calibrated: bool) -> dict[str, Any]:
+              require_calibrated: bool, jury: JurySpec | None = None) -> dict[str, Any]:
     """The run's summary (stored on the run; `judge report run` renders it), with what
     changed since the previous finished run of the same suite (`changes`)."""
     verdicts = store.run_verdicts(run_id)
@@ -153,6 +154,11 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
         add(overall, o.components)
     if stats is not None:  # how many values of each class redaction replaced (no values)
         summary["judge"]["redactions"] = dict(sorted(stats.redactions.items()))
+    if jury is not None:  # who sat, and how often they split (each split went to review)
+        summary["judge"]["jury"] = {
+            **jury.to_config(), "seats": jury.seats, "jurors": [j.id for j in jury.jurors()],
+            "verdicts": sum(1 for v in verdicts if isinstance(v.metadata.get("jury"), dict)),
+            "splits": sum(1 for v in verdicts if v.route_reason == JURY_SPLIT)}
     summary["components"] = rates(overall)
     summary["repetitions"] = repetitions
     summary["flaky"] = sorted(s for s, r in repetitions.items() if r["flaky"])
