@@ -27,6 +27,7 @@ from judge.labels.report import rubric_of
 
 if TYPE_CHECKING:
     from judge.grading.engine import GradingStats
+    from judge.grading.jury import Jury
     from judge.items import Item
     from judge.prompts import Prompt
     from judge.providers.base import Provider
@@ -98,6 +99,7 @@ def calibrate_rubric(
     store_verdicts: bool = True,
     on_result: Callable[[Verdict], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    jury: Jury | None = None,
 ) -> CalibrationRun:
     """Re-grade every labelled item of `rubric` with its current prompt (or `prompt`) and
     `provider` through the store's call cache, fit a record, write it under
@@ -105,15 +107,19 @@ def calibrate_rubric(
 
     Too few labels per human class is refused (TooFewLabelsError, saying how many more are
     needed) before any provider call; again after grading if unscored verdicts leave too few.
+    `jury`: when it grades `rubric`, the record is the jury's (its confidence is the vote
+    share or mean it was built with).
     The re-graded verdicts are stored (unrouted) under `calibration_run_id(...)`, so
     `judge calibrate compare` and reports can read them.
     """
     from judge.grading.engine import GradingStats, grade_items
+    from judge.grading.jury import close_judges, judge_of
     from judge.prompts import load_prompt
 
     prompt = prompt or load_prompt(rubric)
+    jury, model = judge_of(provider, jury, rubric)
     found = labelled_items(store, rubric)
-    what = f"rubric {rubric} (prompt {prompt.version}, model {provider.spec})"
+    what = f"rubric {rubric} (prompt {prompt.version}, model {model})"
     if not found.items:
         extra = f" ({len(found.missing)} labelled items are not stored)" if found.missing else ""
         raise InputError(f"no labelled items of rubric '{rubric}' in the database{extra}",
@@ -129,24 +135,24 @@ def calibrate_rubric(
             return await grade_items(
                 found.items, prompt, provider, store.calls, params=settings.model_params(),
                 concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
-                on_result=on_result, stats=stats)
+                on_result=on_result, stats=stats, jury=jury)
         finally:
-            await provider.aclose()
+            await close_judges(provider, jury)
 
     verdicts = asyncio.run(regrade())
     groups = calibration_groups(found.labels, verdicts, rubric=rubric,
                                 verdicts_file=f"re-graded verdicts of {rubric}")
     group = next((g for g in groups if g.prompt_hash == prompt.hash
-                  and g.model == provider.spec), groups[0])
+                  and g.model == model), groups[0])
     record = build_record(
         group.conf, group.agreed, group.human_fail_array, rubric=rubric,
-        prompt_version=prompt.version, prompt_hash=prompt.hash, model=provider.spec,
+        prompt_version=prompt.version, prompt_hash=prompt.hash, model=model,
         label_set_hash=group.label_set_hash, n_labelled=group.n_labelled, target=target,
         seed=seed, min_per_class=min_per_class)
     run = CalibrationRun(record=record, verdicts=verdicts, stats=stats,
                          n_missing_items=len(found.missing))
     if store_verdicts:
-        run.run_id = calibration_run_id(rubric, prompt.version, provider.spec)
+        run.run_id = calibration_run_id(rubric, prompt.version, model)
         store.save_verdicts(verdicts, run.run_id)  # as given: calibration runs route nothing
     if write_file:
         run.path = record.save(records_dir(root))

@@ -120,6 +120,15 @@ def render_text(report: dict[str, Any], console: Console) -> None:
             table.add_row(group, str(m["n_items"]), _fmt(m["accuracy"]), _fmt(m["cohen_kappa"]),
                           _fmt(m["tpr"]), _fmt(m["tnr"]), _fmt(gcpr["estimate"] if gcpr else None))
         console.print(table)
+    jury = report.get("jury")
+    if jury:
+        names = ", ".join(jury["names"])
+        share = jury["mean_vote_share"]
+        console.print(
+            f"jury verdicts: {jury['n_verdicts']} ({names}); split {jury['n_split']} "
+            f"({jury['split_rate']:.1%}); mean vote share "
+            f"{'—' if share is None else f'{share:.3f}'}; each juror: 'by juror' above",
+            markup=False)
     hh = report["human_human"]
     if hh is None:
         console.print(f"human–human: {reasons.get('human_human', '—')}")

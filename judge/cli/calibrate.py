@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
-from judge.cli.common import cli_errors, die, warn
+from judge.cli.common import cli_errors, die, jury_list, warn
 from judge.cli.console import echo, field
 from judge.safe_text import json_safe
 
@@ -140,6 +140,12 @@ def fit(
     model: str | None = typer.Option(None, "--model", help="judge model spec (default: "
                                      "settings, else the default model)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
+    jury: list[str] = typer.Option([], "--jury", help="a jury of these models (repeatable "
+                                   "or comma-separated), as `judge run --jury`"),
+    samples: int | None = typer.Option(None, "--samples", min=1, max=32,
+                                       help="ask each juror this many times (self-consistency)"),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0,
+                                             help="sampling temperature (default 0)"),
     db: str | None = _DB,
     target: float = _TARGET,
     fmt: OutputFormat = _FORMAT,
@@ -157,27 +163,30 @@ def fit(
         from judge.calibration.build import MIN_PER_CLASS
         from judge.calibration.regrade import calibrate_rubric
         from judge.cli.progress import progress_bar
+        from judge.grading.jury import build_judges, judge_of
         from judge.prompts import load_prompt
-        from judge.providers.registry import default_model_spec, make_provider
+        from judge.providers.registry import default_model_spec
         from judge.settings import Settings
         from judge.store import open_store
 
-        settings = Settings.load(model=model, base_url=base_url, database_url=db)
+        settings = Settings.load(model=model, base_url=base_url, database_url=db,
+                                 jury=jury_list(jury), samples=samples, temperature=temperature)
         prompt = load_prompt(rubric)  # an unknown rubric fails before the database is opened
-        provider = make_provider(settings.model or default_model_spec(settings), settings)
+        provider, panel = build_judges(settings, settings.model or default_model_spec(settings))
+        judged_by = judge_of(provider, panel, rubric)[1]
         with open_store(settings.database_url) as store, \
                 progress_bar("re-grading labelled items", progress) as bar:
             result = calibrate_rubric(
                 store, rubric, provider, settings, prompt=prompt, target=target, seed=seed,
                 min_per_class=MIN_PER_CLASS if min_per_class is None else min_per_class,
-                root=output, on_start=bar.total, on_result=bar.tick)
+                root=output, on_start=bar.total, on_result=bar.tick, jury=panel)
             where = store.where
     s = result.stats
     if result.n_missing_items:
         warn(f"{result.n_missing_items} labelled item(s) of {rubric} are not stored in the "
              f"database and were left out")
     warn(f"re-graded {s.items} labelled items of {rubric} with prompt {prompt.version} and "
-         f"{provider.spec}: {s.provider_calls} provider calls, {s.cache_hits} cached, "
+         f"{judged_by}: {s.provider_calls} provider calls, {s.cache_hits} cached, "
          f"{s.unscored} unscored; wrote {result.path}; stored in {where}")
     _print_record(result.record, fmt)
 

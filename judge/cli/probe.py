@@ -19,7 +19,7 @@ from typing import Any
 
 import typer
 
-from judge.cli.common import cli_errors, die, warn
+from judge.cli.common import cli_errors, die, jury_list, warn
 from judge.cli.console import echo, field
 
 
@@ -35,6 +35,12 @@ def probe(
     model: str | None = typer.Option(None, "--model", help="judge model spec (default: "
                                      "settings, else the default model)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
+    jury: list[str] = typer.Option([], "--jury", help="a jury of these models (repeatable "
+                                   "or comma-separated), as `judge run --jury`"),
+    samples: int | None = typer.Option(None, "--samples", min=1, max=32,
+                                       help="ask each juror this many times (self-consistency)"),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0,
+                                             help="sampling temperature (default 0)"),
     db: str | None = typer.Option(None, "--db", help="database URL (default "
                                   "JUDGE_DATABASE_URL or ./judge.db)"),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json"),
@@ -48,19 +54,22 @@ def probe(
         if limit is not None and limit < 1:
             die("--limit must be at least 1")
         from judge.cli.progress import progress_bar
+        from judge.grading.jury import build_judges
         from judge.probes.run import probe_rubric
         from judge.prompts import load_prompt
-        from judge.providers.registry import default_model_spec, make_provider
+        from judge.providers.registry import default_model_spec
         from judge.settings import Settings
         from judge.store import open_store
 
-        settings = Settings.load(model=model, base_url=base_url, database_url=db)
+        settings = Settings.load(model=model, base_url=base_url, database_url=db,
+                                 jury=jury_list(jury), samples=samples, temperature=temperature)
         prompt = load_prompt(rubric, version)  # unknown rubric or version: before the db
-        provider = make_provider(settings.model or default_model_spec(settings), settings)
+        provider, panel = build_judges(settings, settings.model or default_model_spec(settings))
         with open_store(settings.database_url) as store, \
                 progress_bar("grading items and variants", progress) as bar:
             result = probe_rubric(store, rubric, provider, settings, prompt=prompt,
-                                  limit=limit, on_start=bar.total, on_result=bar.tick)
+                                  limit=limit, on_start=bar.total, on_result=bar.tick,
+                                  jury=panel)
     report = result.report
     if report["n_missing_items"]:
         warn(f"{report['n_missing_items']} labelled item(s) of {rubric} are not stored in the "

@@ -44,7 +44,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from judge.formats import Verdict
 from judge.grading.cache import RenderMemo
@@ -63,6 +63,9 @@ from judge.providers.base import (
 from judge.providers.ratelimit import RateLimiter
 from judge.providers.retry import generate_with_retries
 from judge.verdicts import VerdictInvalid, parse_verdict, unscored
+
+if TYPE_CHECKING:
+    from judge.grading.jury import Jury, JuryGrader
 
 REPLAY_MISS = "not in cache (replay-only)"
 
@@ -401,16 +404,27 @@ async def grade_items(
     redaction: Redaction | None = None,
     stats: GradingStats | None = None,
     retry_base_delay: float = 0.5,
+    jury: Jury | None = None,
 ) -> list[Verdict]:
-    """Grade every item; the result has exactly one verdict per item, in item order."""
+    """Grade every item; the result has exactly one verdict per item, in item order.
+    `jury`: grade with it (judge.grading.jury) instead of `provider`."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     stats = stats if stats is not None else GradingStats()
     started = time.perf_counter()
-    limiter = RateLimiter(rpm) if rpm and provider.remote else None
-    run = ItemGrader(prompt, provider, cache, params=params, retries=retries, limiter=limiter,
-                     replay_only=replay_only, redaction=redaction, base_delay=retry_base_delay,
-                     stats=stats)
+    remote = provider.remote or (jury is not None and jury.remote)
+    limiter = RateLimiter(rpm) if rpm and remote else None
+    run: ItemGrader | JuryGrader
+    if jury is not None:
+        from judge.grading.jury import JuryGrader
+
+        run = JuryGrader(prompt, jury, cache, params=params, retries=retries, limiter=limiter,
+                         replay_only=replay_only, redaction=redaction,
+                         base_delay=retry_base_delay, stats=stats)
+    else:
+        run = ItemGrader(prompt, provider, cache, params=params, retries=retries,
+                         limiter=limiter, replay_only=replay_only, redaction=redaction,
+                         base_delay=retry_base_delay, stats=stats)
     results: list[Verdict | None] = [None] * len(items)
     next_index = 0
 
@@ -424,7 +438,7 @@ async def grade_items(
             if on_result is not None:
                 on_result(verdict)
 
-    n_workers = min(concurrency, len(items)) if provider.remote else min(1, len(items))
+    n_workers = min(concurrency, len(items)) if remote else min(1, len(items))
     await asyncio.gather(*(worker() for _ in range(n_workers)))
     stats.elapsed_s += time.perf_counter() - started
     out: list[Verdict] = []

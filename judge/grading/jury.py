@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from judge.errors import ConfigError
 from judge.formats import Verdict
+from judge.formats.jury import juror_verdicts as juror_verdicts
 from judge.grading.engine import GradingStats, ItemGrader, key_entry
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, render
@@ -269,28 +270,6 @@ def _juror_record(j: Juror, v: Verdict) -> dict[str, Any]:
     return out
 
 
-def juror_verdicts(verdict: Verdict) -> dict[str, Verdict]:
-    """Each juror's verdict on the item, rebuilt from a jury verdict's metadata (empty for a
-    verdict that is not a jury's, or whose record is malformed)."""
-    record = verdict.metadata.get("jury")
-    if not isinstance(record, dict) or not isinstance(record.get("jurors"), list):
-        return {}
-    out: dict[str, Verdict] = {}
-    for r in record["jurors"]:
-        if not isinstance(r, dict) or not isinstance(r.get("juror"), str):
-            continue
-        try:
-            out[r["juror"]] = Verdict(
-                item_id=verdict.item_id, label=r.get("label"), violated_key=r.get("violated_key"),
-                evidence_event=r.get("evidence_event"), confidence=r.get("confidence"),
-                reason=r.get("reason") or (None if r.get("label") != "unscored"
-                                           else "juror unscored"),
-                rubric=verdict.rubric, model=r.get("model"))
-        except ValueError:  # a hand-edited record: that juror is left out
-            continue
-    return out
-
-
 # ----------------------------------------------------------------------------- grading
 
 @dataclass
@@ -372,6 +351,24 @@ def _same_as_stored(spec: JurySpec | None, stored: Mapping[str, Any] | None
     return was
 
 
+def judge_of(provider: Provider, jury: Jury | None, rubric: str) -> tuple[Jury | None, str]:
+    """The jury that grades `rubric` (None: the single judge) and the model its verdicts
+    name."""
+    if jury is not None and jury.spec.applies(rubric):
+        return jury, jury.spec.name
+    return None, provider.spec
+
+
+async def close_judges(provider: Provider, jury: Jury | None) -> None:
+    """Close the single judge and every jury provider, each once."""
+    seen = {id(provider)}
+    await provider.aclose()
+    for p in (jury.providers.values() if jury is not None else ()):
+        if id(p) not in seen:
+            seen.add(id(p))
+            await p.aclose()
+
+
 class JuryGrader:
     """Grades items under one prompt with a jury: the item is rendered once, every juror is
     asked (concurrently, each through its own `ItemGrader`: cache, retries, re-ask), and the
@@ -400,7 +397,7 @@ class JuryGrader:
                 request = render(self.prompt, item, self.params, self.redaction)
             self.stats.count_redactions(request)
         except Exception as exc:  # as a single judge: the item is unscored with the reason
-            return self._unscored(item, f"grading error: {type(exc).__name__}: {exc}")
+            return self.unscored(item, f"grading error: {type(exc).__name__}: {exc}")
         asks = [g.grade(item, request if j.sample == 0 else
                         dataclasses.replace(request, params=g.params))
                 for j, g in zip(self.jurors, self.graders, strict=True)]
@@ -414,7 +411,7 @@ class JuryGrader:
         verdict.metadata["display_name"] = f"jury of {self.spec.seats}"
         return _key_meta(item, verdict)
 
-    def _unscored(self, item: Item, reason: str) -> Verdict:
+    def unscored(self, item: Item, reason: str) -> Verdict:
         self.stats.unscored += 1
         return Verdict(item_id=item.item_id, label="unscored", reason=reason,
                        rubric=self.prompt.rubric, prompt_version=self.prompt.version,

@@ -3,11 +3,14 @@
 Turns records into plain arrays and calls judge.stats; file mode and database mode both
 end here. Breakdowns: by rubric (item id suffix), ledger key, state class and sensitivity
 (metadata `key_class`, `key_sensitivity` of the verdict, else of the labels, else
-"(unknown)"), and annotator (each annotator's newest labels against the judge).
+"(unknown)"), annotator (each annotator's newest labels against the judge) and juror (each
+juror of a jury verdict against the reference labels, from `metadata.jury`; the top-level
+figures are the jury's own). `jury` sums up the jury verdicts (None when there are none).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +18,7 @@ import numpy as np
 
 from judge.errors import InputError
 from judge.formats import HumanLabel, Verdict, parse_item_id
+from judge.formats.jury import juror_verdicts, jury_record
 from judge.labels.reference import ReferenceLabel, ReferenceSet, reference_labels
 from judge.stats import (
     cohen_kappa,
@@ -168,7 +172,9 @@ def agreement_report(
         "key_class": by(lambda r, v: _meta("key_class", v, r)),
         "sensitivity": by(lambda r, v: _meta("key_sensitivity", v, r)),
         "annotator": _by_annotator(refs, by_item, judge_all, breakdown_n_boot, seed),
+        "juror": _by_juror(refs, all_verdicts, items, breakdown_n_boot, seed),
     }
+    out["jury"] = jury_summary(all_verdicts)
     out["breakdowns"] = breakdowns
     out["human_human"] = human_human_agreement(refs)
     if out["human_human"] is None:
@@ -197,3 +203,48 @@ def _by_annotator(
             n_boot=n_boot, seed=seed,
         )
     return out
+
+
+def _by_juror(refs: ReferenceSet, verdicts: Sequence[Verdict], labelled: Sequence[str],
+              n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Each juror's verdicts (kept in the jury verdicts' records) against the reference
+    labels; the corrected pass rate over every item that juror judged."""
+    seats: dict[str, dict[str, Verdict]] = {}
+    for v in verdicts:
+        for juror, jv in juror_verdicts(v).items():
+            seats.setdefault(juror, {})[v.item_id] = jv
+    out: dict[str, dict[str, Any]] = {}
+    for juror in sorted(seats):
+        mine = seats[juror]
+        pairs = [(refs.labels[i], mine[i]) for i in labelled if i in mine]
+        if not pairs:
+            continue
+        out[juror] = compute_agreement(
+            [r.label for r, _ in pairs], [jv.label for _, jv in pairs],
+            judge_all=[mine[i].label for i in sorted(mine)],
+            human_keys=[r.violated_key for r, _ in pairs],
+            judge_keys=[jv.violated_key for _, jv in pairs],
+            human_evidence=[r.evidence_event for r, _ in pairs],
+            judge_evidence=[jv.evidence_event for _, jv in pairs],
+            n_boot=n_boot, seed=seed)
+    return out
+
+
+def jury_summary(verdicts: Sequence[Verdict]) -> dict[str, Any] | None:
+    """How the jury verdicts among `verdicts` came about: how many, by which juries, how
+    many split, and their mean winning vote share (None when no verdict is a jury's)."""
+    records = [r for v in verdicts if (r := jury_record(v)) is not None]
+    if not records:
+        return None
+    shares = [float(r["vote_share"]) for r in records
+              if isinstance(r.get("vote_share"), (int, float))
+              and not isinstance(r.get("vote_share"), bool)
+              and math.isfinite(r["vote_share"])]
+    splits = sum(1 for r in records if r.get("split") is True)
+    return {
+        "n_verdicts": len(records),
+        "names": sorted({str(r.get("name")) for r in records}),
+        "n_split": splits,
+        "split_rate": splits / len(records),
+        "mean_vote_share": sum(shares) / len(shares) if shares else None,
+    }

@@ -30,6 +30,7 @@ from judge.probes.variants import EXPECT, KINDS, Kind, make_variant
 if TYPE_CHECKING:
     from judge.formats import Verdict
     from judge.grading.engine import GradingStats
+    from judge.grading.jury import Jury
     from judge.items import Item
     from judge.prompts import Prompt
     from judge.providers.base import Provider
@@ -83,12 +84,15 @@ class ProbeRun:
 def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settings, *,
                  prompt: Prompt, limit: int | None = None, store_report: bool = True,
                  on_start: Callable[[int], None] | None = None,
-                 on_result: Callable[[Verdict], None] | None = None) -> ProbeRun:
+                 on_result: Callable[[Verdict], None] | None = None,
+                 jury: Jury | None = None) -> ProbeRun:
     """Probe `rubric`'s labelled items (the first `limit` by item id) under `prompt` with
     `provider`; the provider is closed afterwards. InputError when no labelled item is
     stored."""
     from judge.grading.engine import GradingStats, grade_items
+    from judge.grading.jury import close_judges, judge_of
 
+    jury, model = judge_of(provider, jury, rubric)
     found = labelled_items(store, rubric)
     if not found.items:
         extra = f" ({len(found.missing)} labelled items are not stored)" if found.missing else ""
@@ -108,9 +112,9 @@ def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settin
             return await grade_items(
                 to_grade, prompt, provider, store.calls, params=settings.model_params(),
                 concurrency=settings.concurrency, rpm=settings.rpm, retries=settings.retries,
-                redaction=settings.redaction(), on_result=on_result, stats=stats)
+                redaction=settings.redaction(), on_result=on_result, stats=stats, jury=jury)
         finally:
-            await provider.aclose()
+            await close_judges(provider, jury)
 
     verdicts = asyncio.run(grade())
     label = {v.item_id: v.label for v in verdicts}
@@ -119,7 +123,7 @@ def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settin
                   variant=label[v.item_id]) for k, o, v in made.variants]
     report = {
         "rubric": rubric, "prompt_version": prompt.version, "prompt_hash": prompt.hash,
-        "model": provider.spec, "run_id": probe_run_id(rubric, prompt.version, provider.spec),
+        "model": model, "run_id": probe_run_id(rubric, prompt.version, model),
         "n_items": len(items), "n_missing_items": len(found.missing), "limit": limit,
         "n_variants": len(made.variants),
         **summarize(pairs, made.skipped),
@@ -131,7 +135,7 @@ def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settin
         run_id = report["run_id"]
         store.save_run(run_id, config={"kind": "probe", "rubric": rubric,
                                        "prompt_version": prompt.version,
-                                       "prompt_hash": prompt.hash, "model": provider.spec})
+                                       "prompt_hash": prompt.hash, "model": model})
         store.save_verdicts([v for v in verdicts if v.item_id in originals], run_id)
         store.finish_run(run_id, status="finished", summary=report)
     return ProbeRun(report=report, pairs=pairs, stats=stats)

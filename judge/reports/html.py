@@ -61,7 +61,7 @@ def to_html(report: AgreementReport) -> str:
             [[r["key"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
               fmt(r["tpr"]), fmt(r["tnr"]), fmt(r["key_agreement"]),
               fmt(r["evidence_agreement"])] for r in per_key])]
-    for name in ("rubric", "key_class", "sensitivity", "annotator"):
+    for name in ("rubric", "key_class", "sensitivity", "annotator", "juror"):
         rows = report.breakdown_rows(name)
         if len(rows) > 1:
             parts += [f"<h2>By {escape(name.replace('_', ' '))}</h2>", _table(

@@ -51,13 +51,12 @@ class AgreementReport:
         return sorted(rows, key=lambda r: (-(r["n_items"] or 0), r["key"]))
 
     def breakdown_rows(self, name: str) -> list[dict[str, Any]]:
+        """One row per group; jurors (`juror`) end with the jury's own row, to compare."""
         groups = self.agreement.get("breakdowns", {}).get(name, {})
-        return [
-            {"group": g, "n_items": d.get("n_items"), "accuracy": d.get("accuracy"),
-             "ci_accuracy": (d.get("ci") or {}).get("accuracy"),
-             "cohen_kappa": d.get("cohen_kappa"), "tpr": d.get("tpr"), "tnr": d.get("tnr")}
-            for g, d in groups.items()
-        ]
+        rows = [_row(g, d) for g, d in groups.items()]
+        if name == "juror" and rows:
+            rows.append(_row(JURY_ROW, self.agreement))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = clean({
@@ -66,6 +65,16 @@ class AgreementReport:
             "calibration": self.calibration, "review": self.review,
         })
         return out
+
+
+#: the group name of the jury's own row among its jurors' rows
+JURY_ROW = "(the jury)"
+
+
+def _row(group: str, d: Mapping[str, Any]) -> dict[str, Any]:
+    return {"group": group, "n_items": d.get("n_items"), "accuracy": d.get("accuracy"),
+            "ci_accuracy": (d.get("ci") or {}).get("accuracy"),
+            "cohen_kappa": d.get("cohen_kappa"), "tpr": d.get("tpr"), "tnr": d.get("tnr")}
 
 
 def clean(value: Any) -> Any:

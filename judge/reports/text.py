@@ -82,7 +82,7 @@ def to_markdown(report: AgreementReport) -> str:
             [[r["key"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
               fmt(r["tpr"]), fmt(r["tnr"]), fmt(r["key_agreement"]),
               fmt(r["evidence_agreement"])] for r in per_key])
-    for name in ("rubric", "key_class", "sensitivity", "annotator"):
+    for name in ("rubric", "key_class", "sensitivity", "annotator", "juror"):
         rows = report.breakdown_rows(name)
         if len(rows) > 1:
             lines += [f"## By {name.replace('_', ' ')}", ""]
@@ -199,7 +199,7 @@ def to_csv(report: AgreementReport) -> str:
         row("per_key", r["key"], "accuracy", r["accuracy"], r["ci_accuracy"])
         for m in ("tpr", "tnr", "key_agreement", "evidence_agreement"):
             row("per_key", r["key"], m, r[m])
-    for name in ("rubric", "key_class", "sensitivity", "annotator"):
+    for name in ("rubric", "key_class", "sensitivity", "annotator", "juror"):
         for r in report.breakdown_rows(name):
             row(f"by_{name}", r["group"], "n_items", r["n_items"])
             row(f"by_{name}", r["group"], "accuracy", r["accuracy"], r["ci_accuracy"])
