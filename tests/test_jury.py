@@ -297,3 +297,16 @@ def test_bad_jury_options_are_one_line_exit_2_before_any_call(
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert server.generation_count == 0
+
+
+def test_samples_of_the_deterministic_heuristic_are_refused(server: FakeProviderServer) -> None:
+    code, _, err = grade(REFUND, PASS, "--model", "heuristic", "--samples", "3",
+                         "--temperature", "0.7")
+    assert code == 2 and "same answer every time" in err and "Traceback" not in err
+    # on a jury of other models it is one juror like any other
+    code, out, err = grade(REFUND, PASS, "--jury", "heuristic,openai:judge-a", "--base-url",
+                           server.openai_base_url, "--format", "json")
+    assert code in (0, 1), err
+    verdicts = json.loads(out)["verdicts"]
+    assert verdicts and all(v["model"] == "jury[vote_share]:heuristic+openai:judge-a"
+                            for v in verdicts)

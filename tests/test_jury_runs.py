@@ -116,3 +116,39 @@ def test_workers_take_the_jury_stored_on_the_run_not_their_own(
         assert jury.spec.min_share == 0.6 and not jury.spec.applies("summary_fidelity")
         assert providers(with_jury) is jury.providers["openai:judge-a"]
         assert providers.jury(plain) is None and providers(plain).spec == "openai:judge-a"
+
+
+def test_calibrate_fits_a_jury_on_its_vote_share_and_routing_finds_it(tmp_path: Path) -> None:
+    """Three scripted jurors, each right with probability equal to its confidence (the
+    calibration tests' rule judge, with its own draws): the record is the jury's, fitted on
+    vote shares, and its agreement is the majority's."""
+    import numpy as np
+    from db_calibration_data import RUBRIC, airline_items, human, scripted_judge, seed_database
+
+    from judge.calibration.lookup import find_calibration
+    from judge.calibration.regrade import calibrate_rubric
+    from judge.grading.jury import JurySpec
+    from judge.pipeline.route import Router
+    from judge.providers.scripted import ScriptedProvider
+
+    url = f"sqlite:///{tmp_path / 'judge.db'}"
+    seed_database(url)
+    spec = JurySpec(tuple((f"scripted:j{i}", 1) for i in range(3)))
+    jury = Jury(spec, {f"scripted:j{i}": ScriptedProvider(
+        default=scripted_judge(f"salt-{i}"), spec=f"scripted:j{i}") for i in range(3)})
+    with open_store(url) as store:
+        run = calibrate_rubric(store, RUBRIC, jury.providers["scripted:j0"], Settings.load(),
+                               jury=jury, write_file=False)
+        rec = run.record
+        assert rec.model == spec.name
+        assert {v.confidence for v in run.verdicts if v.label != "unscored"} <= {2 / 3, 1.0}
+        truth = {it.item_id: human(it) for it in airline_items()}
+        majority = np.mean([v.label == truth[v.item_id] for v in run.verdicts])
+        assert rec.metrics.agreement == pytest.approx(majority)
+        assert run.stats.juror_verdicts == 3 * len(truth) == run.stats.provider_calls
+        found = find_calibration(store, RUBRIC, run.verdicts[0].prompt_hash or "", spec.name)
+        assert found is not None
+        unanimous = next(v for v in run.verdicts if not v.metadata["jury"]["split"])
+        routed = unanimous.model_copy(deep=True)
+        Router(store).route([routed])
+        assert routed.route_reason != "uncalibrated" and routed.calibrated_confidence is not None

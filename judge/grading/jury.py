@@ -284,7 +284,19 @@ class Jury:
         """One provider per member model (ConfigError before any call if one cannot work)."""
         from judge.providers.registry import make_provider
 
-        return cls(spec, {m: make_provider(m, settings) for m, _ in spec.members})
+        return cls.checked(spec, {m: make_provider(m, settings) for m, _ in spec.members})
+
+    @classmethod
+    def checked(cls, spec: JurySpec, providers: dict[str, Provider]) -> Jury:
+        """A jury over built providers; ConfigError when a deterministic provider (the
+        heuristic baseline) is asked more than once: its samples would agree by
+        construction, and the jury would report a certainty nobody measured."""
+        for model, k in spec.members:
+            if k > 1 and providers[model].deterministic:
+                raise ConfigError(f"{model} gives the same answer every time: {k} samples of "
+                                  f"it would always agree; use samples with a model that "
+                                  f"samples, or put it on a jury of other models")
+        return cls(spec, providers)
 
     @property
     def remote(self) -> bool:
@@ -336,7 +348,7 @@ def build_judges(settings: Settings, model: str, *,
         return provider, None
     providers = {m: provider if m == model else make_provider(m, settings)
                  for m, _ in spec2.members}
-    return provider, Jury(spec2, providers)
+    return provider, Jury.checked(spec2, providers)
 
 
 def _same_as_stored(spec: JurySpec | None, stored: Mapping[str, Any] | None

@@ -69,6 +69,9 @@ class Provider(ABC):
     #: where requests go (the API base URL; "" for a local provider): part of every call's
     #: cache key, since another server under the same model name is another judge
     endpoint: str = ""
+    #: True when the same request always gets the same answer whatever the seed or
+    #: temperature (the heuristic baseline): k samples of it would agree by construction
+    deterministic: bool = False
 
     @classmethod
     def from_settings(cls, argument: str | None, settings: Settings) -> Provider:

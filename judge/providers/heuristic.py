@@ -444,6 +444,7 @@ class HeuristicProvider(Provider):
     spec = "heuristic"
     display_name = DISPLAY_NAME
     remote = False
+    deterministic = True
 
     def __init__(self, spec: str = "heuristic") -> None:
         self.spec = spec
