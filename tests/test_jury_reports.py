@@ -148,3 +148,15 @@ def test_hostile_juror_names_stay_inert_in_every_report(tmp_path: Path) -> None:
     cells = [c for row in csv.reader(io.StringIO(outputs["csv"])) for c in row
              if "HYPERLINK" in c]
     assert cells and not any(c.startswith("=") for c in cells)  # never a live formula
+
+
+def test_the_revealed_verdict_shows_each_jurors_vote() -> None:
+    from judge.cli.label import verdict_text
+    from judge.serve.views import verdict_lines
+
+    _, verdicts, seats = make(20)
+    v = next(v for v in verdicts if v.metadata["jury"]["split"])
+    lines = dict(verdict_lines(v))
+    for juror, mine in seats.items():
+        assert lines[f"juror {juror}"].startswith(mine[v.item_id])
+        assert f"{juror} {mine[v.item_id]}" in verdict_text(v)

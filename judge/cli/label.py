@@ -28,6 +28,7 @@ from judge.cli.database import DB_HELP, open_database
 from judge.cli.review import annotator_name
 from judge.errors import InputError, JudgeError
 from judge.formats import HumanLabel, Verdict, parse_item_id
+from judge.formats.jury import juror_verdicts
 from judge.review.labeling import check_label, ledger_keys, slice_seqs
 from judge.store.records import REVIEW_LEASE_S
 
@@ -319,6 +320,9 @@ def verdict_text(v: Verdict | None) -> str:
         parts.append(f"— {v.rationale}")
     if v.reason:
         parts.append(f"({v.reason})")
+    votes = juror_verdicts(v)  # a jury: each juror's vote
+    if votes:
+        parts.append("| jurors: " + ", ".join(f"{j} {jv.label}" for j, jv in votes.items()))
     return " ".join(p for p in parts if p)
 
 

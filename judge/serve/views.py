@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.formats import Verdict, parse_item_id
+from judge.formats.jury import juror_verdicts
 from judge.review.labeling import LEDGER_SECTIONS, ledger_keys, slice_seqs
 
 EVENT_TEXT_LIMIT = 2000
@@ -170,4 +171,11 @@ def verdict_lines(v: Verdict | None) -> list[tuple[str, str]]:
         out.append(("reason", v.reason))
     if v.route:
         out.append(("route", f"{v.route} ({v.route_reason or ''})"))
+    for juror, jv in juror_verdicts(v).items():  # a jury: each juror's vote
+        vote = str(jv.label) + (f" · key {jv.violated_key} @ {jv.evidence_event}"
+                                if jv.label == "fail" else "")
+        if jv.confidence is not None:
+            vote += f" · {jv.confidence:.2f}"
+        out.append((f"juror {juror}", vote if jv.label != "unscored"
+                    else f"unscored: {jv.reason}"))
     return out
