@@ -152,3 +152,18 @@ def test_calibrate_fits_a_jury_on_its_vote_share_and_routing_finds_it(tmp_path: 
         routed = unanimous.model_copy(deep=True)
         Router(store).route([routed])
         assert routed.route_reason != "uncalibrated" and routed.calibrated_confidence is not None
+
+
+def test_the_run_report_says_how_often_the_jury_split(
+        server: FakeProviderServer, suite: Path) -> None:
+    code, out, err = run_cli(suite, "--jury", JURY, "--base-url", server.openai_base_url,
+                             "--format", "json", "--no-progress")
+    assert code in (0, 1), err
+    summary = json.loads(out)
+    n = summary["judge"]["items"]
+    for fmt, expected in (("html", f"A jury of 2 seats graded {n} of them; {n} split"),
+                          ("md", f"jury {NAME}: {n} split verdict")):
+        res = CliRunner().invoke(app, ["report", "run", summary["run_id"], "--format", fmt])
+        assert res.exit_code == 0, res.stderr
+        text = res.stdout.replace("\\", "")  # Markdown escapes
+        assert expected in text, text[:2000]
