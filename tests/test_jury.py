@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from judge.cli.main import app
@@ -310,3 +312,36 @@ def test_samples_of_the_deterministic_heuristic_are_refused(server: FakeProvider
     verdicts = json.loads(out)["verdicts"]
     assert verdicts and all(v["model"] == "jury[vote_share]:heuristic+openai:judge-a"
                             for v in verdicts)
+
+
+# ------------------------------------------------------------------ the spec parser, any text
+
+_MODEL = st.from_regex(r"(openai|anthropic|scripted):[a-z0-9][a-z0-9.:-]{0,20}", fullmatch=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80) | st.builds(lambda a, b: f"jury[{a}]:{b}", st.text(max_size=12),
+                                        st.text(max_size=60)))
+def test_any_text_is_a_jury_spec_or_a_config_error(text: str) -> None:
+    try:
+        spec = parse_jury(text)
+    except ConfigError as exc:
+        assert str(exc) and "\n" not in exc.message.strip("\n")
+        return
+    assert parse_jury(spec.name) == spec
+    assert 2 <= spec.seats <= 32
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_MODEL, st.integers(1, 5)), min_size=1, max_size=4,
+                unique_by=lambda m: m[0]),
+       st.sampled_from(["vote_share", "mean"]))
+def test_a_specs_name_parses_back_to_it(members: list[tuple[str, int]], conf: str) -> None:
+    if sum(k for _, k in members) < 2:
+        with pytest.raises(ConfigError, match="two seats"):
+            JurySpec(tuple(members), confidence=conf)  # type: ignore[arg-type]
+        return
+    spec = JurySpec(tuple(members), confidence=conf)  # type: ignore[arg-type]
+    assert parse_jury(spec.name) == spec
+    ids = [j.id for j in spec.jurors()]
+    assert len(ids) == len(set(ids)) == spec.seats
