@@ -167,3 +167,14 @@ def test_the_run_report_says_how_often_the_jury_split(
         assert res.exit_code == 0, res.stderr
         text = res.stdout.replace("\\", "")  # Markdown escapes
         assert expected in text, text[:2000]
+
+
+def test_batch_with_a_jury_is_refused_before_a_run_is_started(
+        server: FakeProviderServer, suite: Path) -> None:
+    code, _, err = run_cli(suite, "--jury", JURY, "--batch", "--base-url",
+                           server.openai_base_url, "--no-progress")
+    assert code == 2 and "--batch cannot grade with a jury" in err
+    assert len(err.strip().splitlines()) == 1 and server.generation_count == 0
+    if Path("judge.db").exists():
+        with open_store("sqlite:///judge.db") as store:
+            assert store.list_runs() == []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judge.errors import InputError, StoreError
+from judge.errors import ConfigError, InputError, StoreError
 from judge.grading.engine import GradingStats
 from judge.grading.jury import Jury, build_judges
 from judge.items import Item
@@ -130,6 +130,9 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     before = (store.get_run(opts.resume) or {}).get("config") or {} if opts.resume else {}
     # ConfigError before any call
     provider, jury = build_judges(settings, model_spec, stored=before.get("jury"))
+    if jury is not None and opts.batch:  # refused before a run is started for nothing
+        raise ConfigError("--batch cannot grade with a jury yet: run without --batch, or "
+                          "without the jury")
     run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
         "model": model_spec, "replay_only": opts.replay_only,
