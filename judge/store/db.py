@@ -74,8 +74,10 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     if parsed.get_backend_name() == "postgresql":
         # No pre-ping: a claim is one round trip; a dropped connection is invalidated by
         # the pool on its first error (one StoreError) and replaced on the next call.
-        return create_engine(url, pool_size=2, max_overflow=4, pool_recycle=1800,
-                             connect_args={"connect_timeout": 5})
+        engine = create_engine(url, pool_size=2, max_overflow=4, pool_recycle=1800,
+                               connect_args={"connect_timeout": 5})
+        _pg_nul_safe(engine)
+        return engine
     raise StoreError(f"{display_url(url)}: unsupported database (use sqlite or postgresql)")
 
 
@@ -104,6 +106,34 @@ def _wal(cur: Any, busy_timeout_ms: int) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.005)
+
+
+#: what PostgreSQL stores for U+0000, which its text types cannot hold
+NUL_STAND_IN = "\ufffd"
+
+
+def _pg_nul_safe(engine: Engine) -> None:
+    """Every str parameter sent on this engine's connections has U+0000 replaced by U+FFFD.
+
+    PostgreSQL's text types refuse NUL, and trace bytes (or a judge echoing them) reach
+    free-text columns: without this, one rationale holding a NUL failed a whole batch of
+    verdicts. Doing it in the driver's str dumper covers every statement, writes and lookups
+    alike, so a value is found by the same value it was stored under. JSON columns are
+    unaffected (JSON text escapes NUL as \\u0000). SQLite stores NUL as it is."""
+    from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
+
+    class NulSafeText(StrDumperUnknown):
+        def dump(self, obj: str) -> Any:
+            return super().dump(obj.replace("\x00", NUL_STAND_IN) if "\x00" in obj else obj)
+
+    class NulSafeBinary(StrBinaryDumper):
+        def dump(self, obj: str) -> Any:
+            return super().dump(obj.replace("\x00", NUL_STAND_IN) if "\x00" in obj else obj)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.adapters.register_dumper(str, NulSafeBinary)
+        dbapi_conn.adapters.register_dumper(str, NulSafeText)
 
 
 def _sqlite_pragmas(engine: Engine, busy_timeout_ms: int) -> None:
