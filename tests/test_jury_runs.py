@@ -178,3 +178,28 @@ def test_batch_with_a_jury_is_refused_before_a_run_is_started(
     if Path("judge.db").exists():
         with open_store("sqlite:///judge.db") as store:
             assert store.list_runs() == []
+
+
+def test_a_suite_manifest_can_name_a_jury_as_its_model(
+        server: FakeProviderServer, suite: Path) -> None:
+    import yaml
+
+    doc = yaml.safe_load(suite.read_text())
+    doc["model"] = "jury[mean]:openai:judge-a+openai:judge-b+openai:judge-c"
+    suite.write_text(yaml.safe_dump(doc))
+    code, out, err = run_cli(suite, "--base-url", server.openai_base_url, "--format", "json",
+                             "--no-progress")
+    assert code in (0, 1), err
+    judge = json.loads(out)["judge"]
+    assert judge["model"] == doc["model"] and judge["jury"]["seats"] == 3
+    # two of three say pass: a split at min_share 1.0; confidence: the jurors' mean P(pass)
+    with open_store("sqlite:///judge.db") as store:
+        verdicts = store.run_verdicts(json.loads(out)["run_id"])
+    assert verdicts and all(v.label == "pass" and v.route_reason == "jury split"
+                            for v in verdicts)
+    for v in verdicts:
+        jurors = v.metadata["jury"]["jurors"]
+        p_pass = [j["confidence"] if j["label"] == "pass" else 1 - j["confidence"]
+                  for j in jurors]
+        assert v.metadata["jury"]["confidence"] == "mean"
+        assert v.confidence == pytest.approx(sum(p_pass) / 3)
