@@ -8,6 +8,7 @@ disagree on the wire."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,8 +31,13 @@ from judge.grading.jury import (
     parse_jury,
 )
 from judge.prompts import load_prompt
-from judge.providers.base import ModelParams
-from judge.providers.scripted import default_verdict, find_seq
+from judge.providers.base import JudgeRequest, ModelParams, ProviderResponse
+from judge.providers.scripted import (
+    ScriptedProvider,
+    default_completion,
+    default_verdict,
+    find_seq,
+)
 from judge.routing import JURY_SPLIT, RoutingPolicy, route_verdict
 from judge.settings import Settings
 from judge.testing.fakeserver import FakeProviderServer
@@ -345,3 +351,44 @@ def test_a_specs_name_parses_back_to_it(members: list[tuple[str, int]], conf: st
     assert parse_jury(spec.name) == spec
     ids = [j.id for j in spec.jurors()]
     assert len(ids) == len(set(ids)) == spec.seats
+
+
+# ------------------------------------------------------------------ requests in flight
+
+class Tracking(ScriptedProvider):
+    """A remote-path provider that answers after a pause and records how many of its
+    requests (across every instance sharing `live`) were in flight at once."""
+
+    def __init__(self, spec: str, live: list[int]) -> None:
+        super().__init__(default=default_completion, spec=spec)
+        self.live = live  # [now, most]
+
+    async def generate(self, request: JudgeRequest) -> ProviderResponse:
+        self.live[0] += 1
+        self.live[1] = max(self.live[1], self.live[0])
+        try:
+            await asyncio.sleep(0.01)
+            return await super().generate(request)
+        finally:
+            self.live[0] -= 1
+
+
+def test_a_jury_keeps_the_run_within_concurrency_requests_in_flight() -> None:
+    from judge.grading.cache import MemoryCache
+    from judge.grading.jury import Jury
+    from judge.ledger import load_scenario
+    from judge.pipeline import GradeOptions, Source, grade_traces
+    from judge.trace import iter_traces
+
+    live = [0, 0]
+    spec = JurySpec((("scripted:a", 1), ("scripted:b", 1), ("scripted:c", 1)))
+    jury = Jury(spec, {m: Tracking(m, live) for m, _ in spec.members})
+    loaded = load_scenario(REFUND)
+    traces = [t for p in sorted(REFUND.glob("*.json")) for t in iter_traces(p, [])]
+    graded = grade_traces(
+        [Source(loaded, iter(traces * 3), ["scope_fidelity"])],
+        prompts={"scope_fidelity": PROMPT}, provider=jury.providers["scripted:a"],
+        settings=Settings.load(environ={"JUDGE_CONCURRENCY": "4"}), cache=MemoryCache(),
+        options=GradeOptions(policy=None, keep_verdicts=True, check_process=False), jury=jury)
+    assert graded.stats.juror_verdicts == 3 * graded.stats.items > 12
+    assert 2 <= live[1] <= 4  # in parallel, and never past the bound

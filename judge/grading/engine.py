@@ -145,13 +145,15 @@ class ItemGrader:
 
     `juror=True`: one juror of a jury (judge.grading.jury). Its verdicts are counted as
     juror verdicts, not as items or unscored items, and the requests it is handed are not
-    counted as rendered again: the jury counts those once per item."""
+    counted as rendered again: the jury counts those once per item. `gate`: held around
+    every provider call (retries included), shared by a run's graders so that a jury, which
+    asks several calls per item, keeps the run within `concurrency` requests in flight."""
 
     def __init__(self, prompt: Prompt, provider: Provider, cache: CallCache, *,
                  params: ModelParams, retries: int, limiter: RateLimiter | None = None,
                  replay_only: bool = False, redaction: Redaction | None = None,
                  base_delay: float = 0.5, stats: GradingStats | None = None,
-                 juror: bool = False) -> None:
+                 juror: bool = False, gate: asyncio.Semaphore | None = None) -> None:
         self.prompt = prompt
         self.provider = provider
         self.cache = cache
@@ -162,6 +164,7 @@ class ItemGrader:
         self.redaction = redaction
         self.base_delay = base_delay
         self.juror = juror
+        self.gate = gate
         self.rng = random.Random()  # backoff jitter; one per run (seeding one per call costs)
         self.stats = stats if stats is not None else GradingStats()
         self.spec = provider.spec
@@ -226,6 +229,12 @@ class ItemGrader:
             await self.waiter.wait_stored(key)
 
     async def _generate(self, request: JudgeRequest) -> ProviderResponse:
+        if self.gate is None:
+            return await self._generate_now(request)
+        async with self.gate:
+            return await self._generate_now(request)
+
+    async def _generate_now(self, request: JudgeRequest) -> ProviderResponse:
         provider = self.provider
         if not provider.remote:  # local providers: no network, no retries, no rate limit
             self.stats.provider_calls += 1
@@ -420,7 +429,8 @@ async def grade_items(
 
         run = JuryGrader(prompt, jury, cache, params=params, retries=retries, limiter=limiter,
                          replay_only=replay_only, redaction=redaction,
-                         base_delay=retry_base_delay, stats=stats)
+                         base_delay=retry_base_delay, stats=stats,
+                         gate=asyncio.Semaphore(concurrency))
     else:
         run = ItemGrader(prompt, provider, cache, params=params, retries=retries,
                          limiter=limiter, replay_only=replay_only, redaction=redaction,

@@ -384,12 +384,14 @@ async def close_judges(provider: Provider, jury: Jury | None) -> None:
 class JuryGrader:
     """Grades items under one prompt with a jury: the item is rendered once, every juror is
     asked (concurrently, each through its own `ItemGrader`: cache, retries, re-ask), and the
-    verdicts are combined. Same interface as ItemGrader.grade."""
+    verdicts are combined. Same interface as ItemGrader.grade. `gate`: the run's bound on
+    provider requests in flight (ItemGrader), shared with its other graders."""
 
     def __init__(self, prompt: Prompt, jury: Jury, cache: CallCache, *, params: ModelParams,
                  retries: int, limiter: RateLimiter | None = None, replay_only: bool = False,
                  redaction: Redaction | None = None, base_delay: float = 0.5,
-                 stats: GradingStats | None = None) -> None:
+                 stats: GradingStats | None = None,
+                 gate: asyncio.Semaphore | None = None) -> None:
         self.prompt = prompt
         self.spec = jury.spec
         self.params = params
@@ -399,7 +401,8 @@ class JuryGrader:
         self.graders = [ItemGrader(prompt, jury.providers[j.model], cache,
                                    params=j.params(params), retries=retries, limiter=limiter,
                                    replay_only=replay_only, redaction=redaction,
-                                   base_delay=base_delay, stats=self.stats, juror=True)
+                                   base_delay=base_delay, stats=self.stats, juror=True,
+                                   gate=gate)
                         for j in self.jurors]
 
     async def grade(self, item: Item, request: JudgeRequest | None = None) -> Verdict:

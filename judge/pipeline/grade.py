@@ -174,6 +174,7 @@ class _Pipeline:
         self.checked = Checked(errors=self.errors)
         self.graders: dict[str, Grader] = {}
         self.result: Graded | None = None
+        self.gate: asyncio.Semaphore | None = None  # requests in flight, with a jury
 
     @property
     def remote(self) -> bool:
@@ -183,16 +184,18 @@ class _Pipeline:
         if rubric not in self.graders:
             s = self.settings
             assert self.cache is not None
+            if self.jury is not None and self.gate is None:
+                self.gate = asyncio.Semaphore(s.concurrency)
             if self.jury is not None and self.jury.spec.applies(rubric):
                 self.graders[rubric] = JuryGrader(
                     self.prompts[rubric], self.jury, self.cache, params=s.model_params(),
                     retries=s.retries, limiter=limiter, replay_only=self.options.replay_only,
-                    redaction=s.redaction(), stats=self.stats)
+                    redaction=s.redaction(), stats=self.stats, gate=self.gate)
                 return self.graders[rubric]
             self.graders[rubric] = ItemGrader(
                 self.prompts[rubric], self.provider, self.cache, params=s.model_params(),
                 retries=s.retries, limiter=limiter, replay_only=self.options.replay_only,
-                redaction=s.redaction(), stats=self.stats)
+                redaction=s.redaction(), stats=self.stats, gate=self.gate)
         return self.graders[rubric]
 
     def _prepare(self) -> Callable[[Item], JudgeRequest | None]:

@@ -74,6 +74,8 @@ class _Worker:
         self.provider_for = provider_for
         self.jury_for = jury_for
         self.juries: dict[str, Jury | None] = {}
+        # provider requests in flight, across runs: a jury asks several per item
+        self.gate = asyncio.Semaphore(settings.concurrency)
         self.lease_s = lease_s
         self.stats = GradingStats()
         self.prompts: dict[str, Prompt] = {}
@@ -108,11 +110,12 @@ class _Worker:
                 self.graders[key] = JuryGrader(
                     self.prompts[rubric], jury, self.store.calls, params=s.model_params(),
                     retries=s.retries, limiter=limiter, redaction=s.redaction(),
-                    stats=self.stats)
+                    stats=self.stats, gate=self.gate)
                 return self.graders[key]
             self.graders[key] = ItemGrader(
                 self.prompts[rubric], provider, self.store.calls, params=s.model_params(),
-                retries=s.retries, limiter=limiter, redaction=s.redaction(), stats=self.stats)
+                retries=s.retries, limiter=limiter, redaction=s.redaction(), stats=self.stats,
+                gate=self.gate)
         return self.graders[key]
 
     def _take(self, pool: GradingPool, claimed: list[WorkItem]) -> None:
