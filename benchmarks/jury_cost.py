@@ -4,9 +4,9 @@ fake server in a forked process, one judge vs a jury of three models vs five sam
 model, then the same jury again from the call cache. All in one run, as ratios to the single
 judge.
 
-Jurors of one item are asked concurrently, so a jury of n multiplies provider calls by n but
-wall time by much less while the server's latency, not the concurrency limit, is what bounds
-the run.
+A jury of n seats asks n calls per item, and JUDGE_CONCURRENCY bounds requests in flight, not
+items, so its grading takes about n times as long as one judge's; what does not grow is the
+rest of the command (process start, import, checks, output), and a rerun asks nothing.
 
 Run: .venv/bin/python benchmarks/jury_cost.py [--traces 40] [--latency 0.2] [--concurrency 16]
 """
