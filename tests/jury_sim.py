@@ -28,6 +28,7 @@ Used by tests/test_jury_simulation.py (small, seeded) and benchmarks/jury.py (bi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,7 @@ class Panel:
     accuracy: float = 0.75
     icc: float = 0.0
     fail_share: float = 0.3
+    abstain: float = 0.0  # each juror's chance of no valid verdict (it does not vote)
     noise: float = 1.0
     gain: float = 1.5
     shift: float = 1.5
@@ -68,31 +70,50 @@ class Panel:
 
     def describe(self) -> str:
         how = f"correlated (icc {self.icc})" if self.correlated else "independent"
-        return f"k={self.k}, {how}, juror accuracy {self.accuracy}"
+        gone = f", {self.abstain:.0%} unscored jurors" if self.abstain else ""
+        return f"k={self.k}, {how}, juror accuracy {self.accuracy}{gone}"
 
 
 # ----------------------------------------------------------------------------- known truth
 
-def correct_pmf(panel: Panel) -> np.ndarray:
-    """P(m jurors right), m = 0..k."""
-    m = np.arange(panel.k + 1)
+def correct_pmf(panel: Panel, votes: int | None = None) -> np.ndarray:
+    """P(m of `votes` voting jurors right), m = 0..votes (default: all k vote)."""
+    v = panel.k if votes is None else votes
+    m = np.arange(v + 1)
     if panel.correlated:
         a, b = panel.beta
-        return np.asarray(stats.betabinom.pmf(m, panel.k, a, b), dtype=np.float64)
-    return np.asarray(stats.binom.pmf(m, panel.k, panel.accuracy), dtype=np.float64)
+        return np.asarray(stats.betabinom.pmf(m, v, a, b), dtype=np.float64)
+    return np.asarray(stats.binom.pmf(m, v, panel.accuracy), dtype=np.float64)
+
+
+def vote_law(panel: Panel) -> dict[int, tuple[float, np.ndarray]]:
+    """For v = 0..k voting jurors: (P(v vote), P(m right | v vote) for m = 0..v). Who abstains
+    is independent of who is right."""
+    law = stats.binom.pmf(np.arange(panel.k + 1), panel.k, 1.0 - panel.abstain)
+    return {v: (float(law[v]), correct_pmf(panel, v)) for v in range(panel.k + 1)}
+
+
+def unscored_probability(panel: Panel) -> float:
+    """P(fewer than a majority of the seats vote)."""
+    quorum = panel.k // 2 + 1
+    return float(sum(pv for v, (pv, _) in vote_law(panel).items() if v < quorum))
 
 
 def split_probability(panel: Panel, min_share: float = 1.0) -> float:
-    """P(winning share < min_share) with every juror voting; for independent jurors and
-    min_share 1 this is 1 - p^k - (1-p)^k."""
-    k = panel.k
-    m = np.arange(k + 1)
-    share = np.maximum(m, k - m) / k
-    return float(correct_pmf(panel)[share < min_share].sum())
+    """P(scored and winning share < min_share); a tie's share is 1/2. For independent jurors
+    who all vote and min_share 1 this is 1 - p^k - (1-p)^k."""
+    quorum = panel.k // 2 + 1
+    total = 0.0
+    for v, (pv, pm) in vote_law(panel).items():
+        if v >= quorum:
+            m = np.arange(v + 1)
+            total += pv * float(pm[np.maximum(m, v - m) / v < min_share].sum())
+    return total
 
 
 def majority_accuracy(panel: Panel) -> float:
     """P(the majority is right) for odd k (every juror voting: no ties)."""
+    assert panel.k % 2 == 1 and not panel.abstain
     k = panel.k
     return float(correct_pmf(panel)[np.arange(k + 1) >= k // 2 + 1].sum())
 
@@ -100,6 +121,7 @@ def majority_accuracy(panel: Panel) -> float:
 def share_table(panel: Panel) -> dict[float, tuple[float, float]]:
     """For each winning vote share s: (P(share = s and the jury is right),
     P(share = s and the jury is wrong)) (odd k)."""
+    assert panel.k % 2 == 1 and not panel.abstain
     k = panel.k
     pmf = correct_pmf(panel)
     out: dict[float, tuple[float, float]] = {}
@@ -192,18 +214,21 @@ class Run:
 
     truth_fail: np.ndarray  # (n,) bool
     juror_right: np.ndarray  # (n, k) bool
-    juror_conf: np.ndarray  # (n, k) raw confidence, two decimals
+    juror_conf: np.ndarray  # (n, k) raw confidence, two decimals; NaN: no valid verdict
     verdicts: list[Verdict]
     jury_fail: np.ndarray = field(init=False)
     jury_right: np.ndarray = field(init=False)
-    confidence: np.ndarray = field(init=False)  # the jury verdict's confidence
+    confidence: np.ndarray = field(init=False)  # the jury verdict's (NaN: unscored)
     split: np.ndarray = field(init=False)
+    unscored: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.jury_fail = np.array([v.label == "fail" for v in self.verdicts])
-        self.jury_right = self.jury_fail == self.truth_fail
-        self.confidence = np.array([v.confidence for v in self.verdicts], dtype=np.float64)
+        self.jury_right = self.jury_fail == self.truth_fail  # for scored verdicts
+        self.confidence = np.array([np.nan if v.confidence is None else v.confidence
+                                    for v in self.verdicts], dtype=np.float64)
         self.split = np.array([v.metadata["jury"]["split"] for v in self.verdicts])
+        self.unscored = np.array([v.label == "unscored" for v in self.verdicts])
 
 
 class JurorVerdicts:
@@ -212,8 +237,12 @@ class JurorVerdicts:
 
     def __init__(self) -> None:
         self._made: dict[tuple[bool, float], Verdict] = {}
+        self._unscored = Verdict(item_id=f"juror#1:{RUBRIC}", label="unscored",
+                                 reason="no valid verdict", rubric=RUBRIC, model="sim")
 
     def get(self, fail: bool, conf: float) -> Verdict:
+        if math.isnan(conf):
+            return self._unscored
         key = (fail, conf)
         v = self._made.get(key)
         if v is None:
@@ -232,7 +261,8 @@ def spec_for(panel: Panel, min_share: float = 1.0,
 
 def draw(panel: Panel, n: int, rng: np.random.Generator
          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(truth_fail, juror_right, juror_conf) for n items."""
+    """(truth_fail, juror_right, juror_conf) for n items; a juror with no valid verdict has
+    NaN for its confidence."""
     truth_fail = rng.random(n) < panel.fail_share
     if panel.correlated:
         a, b = panel.beta
@@ -244,18 +274,25 @@ def draw(panel: Panel, n: int, rng: np.random.Generator
     perceived = (np.log(pc) - np.log1p(-pc))[:, None] + rng.normal(0.0, panel.noise,
                                                                    (n, panel.k))
     conf = np.round(1.0 / (1.0 + np.exp(-(panel.gain * perceived + panel.shift))), 2)
+    if panel.abstain:
+        conf[rng.random((n, panel.k)) < panel.abstain] = np.nan
     return truth_fail, right, conf
 
 
-def simulate(panel: Panel, n: int, rng: np.random.Generator, spec: JurySpec | None = None,
-             jurors_cache: JurorVerdicts | None = None) -> Run:
-    spec = spec or spec_for(panel)
+def judge_items(drawn: tuple[np.ndarray, np.ndarray, np.ndarray], spec: JurySpec,
+                jurors_cache: JurorVerdicts | None = None) -> Run:
+    """The jury's verdict on each drawn item, from `combine`."""
+    truth_fail, right, conf = drawn
     jurors: tuple[Juror, ...] = spec.jurors()
     cache = jurors_cache or JurorVerdicts()
-    truth_fail, right, conf = draw(panel, n, rng)
     said_fail = np.where(right, truth_fail[:, None], ~truth_fail[:, None])
     verdicts = [combine(f"t{i}#1:{RUBRIC}", PROMPT, spec, jurors,
                         [cache.get(bool(f), float(c)) for f, c in zip(said_fail[i], conf[i],
                                                                        strict=True)])
-                for i in range(n)]
+                for i in range(truth_fail.size)]
     return Run(truth_fail, right, conf, verdicts)
+
+
+def simulate(panel: Panel, n: int, rng: np.random.Generator,
+             spec: JurySpec | None = None) -> Run:
+    return judge_items(draw(panel, n, rng), spec or spec_for(panel))

@@ -36,6 +36,7 @@ from jury_sim import (
     simulate,
     spec_for,
     split_probability,
+    unscored_probability,
     vote_share_auroc,
     vote_share_ece,
 )
@@ -47,7 +48,7 @@ from judge.calibration.metrics import expected_calibration_error
 from judge.calibration.record import CalibrationRecord
 from judge.calibration.threshold import clopper_pearson_lower
 from judge.formats import Verdict
-from judge.grading.jury import JurySpec, combine
+from judge.grading.jury import JurySpec, combine, juror_verdicts
 from judge.routing import RoutingPolicy, is_split, route_verdict
 
 ALPHA = 0.001
@@ -128,6 +129,33 @@ def test_split_rate_matches_its_known_probability(panel: Panel, min_share: float
     assert lo <= q <= hi, f"split rate {splits / n:.4f}, known {q:.4f}"
     # the verdicts routing sees say the same
     assert splits == sum(is_split(v) for r in runs for v in r.verdicts)
+
+
+ABSTAINING = [Panel(k, icc=icc, abstain=0.25) for k in (3, 4, 5) for icc in (0.0, 0.2)]
+
+
+@pytest.mark.parametrize("min_share", [1.0, 0.6])
+@pytest.mark.parametrize("panel", ABSTAINING, ids=[p.describe() for p in ABSTAINING])
+def test_unscored_and_split_rates_with_jurors_who_give_no_verdict(panel: Panel,
+                                                                  min_share: float) -> None:
+    """Each juror gives no valid verdict with probability 1/4: the jury is unscored when fewer
+    than a majority of its seats vote, and a tie among the votes (its share 1/2) is a split
+    at any min_share above 1/2. Both counts within the exact intervals of their known rates;
+    a tie is a fail."""
+    runs = _runs(panel, min_share)
+    n = RUNS * ITEMS
+    unscored = sum(int(r.unscored.sum()) for r in runs)
+    splits = sum(int(r.split.sum()) for r in runs)
+    for count, known in ((unscored, unscored_probability(panel)),
+                         (splits, split_probability(panel, min_share))):
+        lo, hi = _ci(count, n)
+        assert lo <= known <= hi, f"{count / n:.4f}, known {known:.4f}"
+    for r in runs:
+        votes = np.sum(~np.isnan(r.juror_conf), axis=1)
+        said_fail = np.where(r.juror_right, r.truth_fail[:, None], ~r.truth_fail[:, None])
+        fails = np.sum(said_fail & ~np.isnan(r.juror_conf), axis=1)
+        tie = (~r.unscored) & (2 * fails == votes)
+        assert r.jury_fail[tie].all() and r.split[tie].all()
 
 
 # ----------------------------------------------------------------------------- Condorcet
@@ -362,6 +390,10 @@ def test_combine_properties(jury: tuple[JurySpec, list[Verdict]]) -> None:
     record = out.metadata["jury"]
     assert record["votes"] == {"pass": passes, "fail": fails, "unscored": spec.seats - votes}
     assert [j["label"] for j in record["jurors"]] == [v.label for v in verdicts]
+    rebuilt = juror_verdicts(out)  # what reports read each juror's agreement from
+    assert [(r.label, r.violated_key, r.evidence_event, r.confidence)
+            for r in rebuilt.values()] == [(v.label, v.violated_key, v.evidence_event,
+                                            v.confidence) for v in verdicts]
     if votes < spec.seats // 2 + 1:
         assert out.label == "unscored" and out.reason and out.confidence is None
         assert record["split"] is False and not is_split(out)
@@ -418,6 +450,35 @@ def test_combine_rejects_a_verdict_count_that_is_not_the_seat_count() -> None:
     spec = spec_for(Panel(3))
     with pytest.raises(ValueError, match="one verdict per juror"):
         combine("t#1:r", PROMPT, spec, spec.jurors(), [])
+
+
+_PASS = Verdict(item_id="t#1:r", label="pass", confidence=0.99)
+_FAIL = Verdict(item_id="t#1:r", label="fail", violated_key=KEY, confidence=0.99)
+_NONE = Verdict(item_id="t#1:r", label="unscored", reason="timeout")
+
+
+@pytest.mark.parametrize("min_share", [1.0, 0.75, 0.51])
+def test_a_tie_is_a_split_fail(min_share: float) -> None:
+    """Two against two (four seats, or five with one unscored): a fail with vote share 0.5,
+    split at any min_share above 0.5, so routing sends it to a person."""
+    for spec, verdicts in ((JurySpec((("m", 4),), min_share=min_share),
+                            [_PASS, _FAIL, _PASS, _FAIL]),
+                           (JurySpec((("m", 5),), min_share=min_share),
+                            [_FAIL, _NONE, _PASS, _PASS, _FAIL])):
+        out = _combine(spec, verdicts)
+        assert (out.label, out.confidence, out.violated_key) == ("fail", 0.5, KEY)
+        assert route_verdict(out, vetoed=False, calibration=None).reason == "jury split"
+
+
+@pytest.mark.xfail(strict=True, reason="combine: at min_share 0.5 (allowed by JurySpec and "
+                   "Settings.jury_min_share) a 2-2 tie has share 0.5, not below min_share, so "
+                   "it is not split; jury.py's docstring says a tie is a fail because 'the "
+                   "item goes to a person anyway'. Either a tie is always split, or min_share "
+                   "0.5 is refused or documented as letting a tied fail be auto-accepted.")
+def test_a_tie_goes_to_a_person_at_every_allowed_min_share() -> None:
+    out = _combine(JurySpec((("m", 4),), min_share=0.5), [_PASS, _FAIL, _PASS, _FAIL])
+    assert out.label == "fail"
+    assert route_verdict(out, vetoed=False, calibration=None).reason == "jury split"
 
 
 def test_routing_sends_a_split_jury_to_review_before_calibration() -> None:
