@@ -298,7 +298,9 @@ def test_routing_threshold_keeps_its_precision_on_held_out_items(panel: Panel) -
     routed by judge's routing (no audit, min_share 0.6 so only the threshold decides), the
     auto-accepted verdicts must be right at least 90% of the time in >= 90% of the runs that
     have a threshold. Where the top share's expected lower bound clears the target, a threshold
-    must exist in at least half the runs (else the check would be vacuous)."""
+    must exist in at least half the runs (else the check would be vacuous). The margin is thin
+    for five independent jurors (right 89.6% of the time, just under the target): over 400 runs
+    (benchmarks/jury.py) 90% of them kept the precision; these 30 runs are a spot check."""
     runs = _calibration_runs(panel)
     with_threshold = [r for r in runs if r["threshold"] is not None and r["precision"] is not None]
     if _expected_lower_bound(panel) >= TARGET:
