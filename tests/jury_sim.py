@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 
 from judge.formats import Verdict
-from judge.grading.jury import Juror, JurySpec, combine
+from judge.grading.jury import Confidence, Juror, JurySpec, combine
 from judge.prompts.files import Prompt
 
 RUBRIC = "jury_sim"
@@ -254,9 +254,8 @@ class JurorVerdicts:
 
 
 def spec_for(panel: Panel, min_share: float = 1.0,
-             confidence: str = "vote_share") -> JurySpec:
-    return JurySpec((("sim", panel.k),), confidence=confidence,  # type: ignore[arg-type]
-                    min_share=min_share)
+             confidence: Confidence = "vote_share") -> JurySpec:
+    return JurySpec((("sim", panel.k),), confidence=confidence, min_share=min_share)
 
 
 def draw(panel: Panel, n: int, rng: np.random.Generator
