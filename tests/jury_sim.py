@@ -100,14 +100,16 @@ def unscored_probability(panel: Panel) -> float:
 
 
 def split_probability(panel: Panel, min_share: float = 1.0) -> float:
-    """P(scored and winning share < min_share); a tie's share is 1/2. For independent jurors
-    who all vote and min_share 1 this is 1 - p^k - (1-p)^k."""
+    """P(scored and (winning share < min_share or a tie)); a tie's share is 1/2 and a tie
+    always splits. For independent jurors who all vote and min_share 1 this is
+    1 - p^k - (1-p)^k."""
     quorum = panel.k // 2 + 1
     total = 0.0
     for v, (pv, pm) in vote_law(panel).items():
         if v >= quorum:
             m = np.arange(v + 1)
-            total += pv * float(pm[np.maximum(m, v - m) / v < min_share].sum())
+            split = (np.maximum(m, v - m) / v < min_share) | (2 * m == v)
+            total += pv * float(pm[split].sum())
     return total
 
 

@@ -24,7 +24,8 @@ How the verdicts are combined (`combine`, a pure function):
   jurors' mean probability of the winning label (`mean`: a juror's confidence in its own
   label, turned into a probability of the winning one);
 - the jury is **split** when the winning share is below `min_share` (default 1.0: any
-  dissent). Routing sends a split jury's verdict to review with reason "jury split".
+  dissent), and always on a tie (whatever `min_share`: a tied fail is never auto-accepted).
+  Routing sends a split jury's verdict to review with reason "jury split".
 
 Every juror's verdict is kept in the verdict's `metadata.jury.jurors` (label, key, evidence,
 confidence, reason): reports compute each juror's agreement from it (judge.labels.report).
@@ -228,7 +229,7 @@ def combine(item_id: str, prompt: Prompt, spec: JurySpec, jurors: Sequence[Juror
         confidence = share
     else:
         confidence = sum(_p_label(v, label) for _, v in votes) / len(votes)
-    split = share < spec.min_share
+    split = share < spec.min_share or 2 * len(winners) == len(votes)  # a tie always splits
     record.update(vote_share=round(share, 6), split=split)
     voice = _voice(winners) if label == "fail" else max(
         winners, key=lambda jv: jv[1].confidence or 0.0)
