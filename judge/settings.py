@@ -172,6 +172,26 @@ class Settings(BaseModel):
         return ModelParams(temperature=self.temperature, seed=self.seed,
                            max_tokens=self.max_tokens)
 
+    def with_run_params(self, stored: Mapping[str, Any] | None, *,
+                        strict: bool = True) -> Settings:
+        """These settings with the generation parameters a stored run was graded with
+        (`model_params().to_dict()` on the run's config), so a resumed run or a worker asks
+        as the run began. A value set here that differs from the run's, and is not the
+        default, is refused (`strict`; a worker serving many runs takes each run's): the run
+        would be graded two ways. None: unchanged."""
+        if not stored:
+            return self
+        update: dict[str, Any] = {}
+        for name in ("temperature", "seed", "max_tokens"):
+            if name not in stored:
+                continue
+            was, now = stored[name], getattr(self, name)
+            if strict and now != was and now != type(self).model_fields[name].default:
+                raise ConfigError(f"the run was graded with {name} {was}; resume it with the "
+                                  f"same {name} (or leave it unset), not {now}")
+            update[name] = was
+        return self.model_copy(update=update)
+
 
 def prompts_dir(environ: Mapping[str, str] | None = None,
                 cwd: Path | None = None) -> Path | None:

@@ -105,7 +105,8 @@ def test_workers_take_the_jury_stored_on_the_run_not_their_own(
     settings = Settings.load(environ={"OPENAI_BASE_URL": server.openai_base_url,
                                       "JUDGE_JURY": "openai:x,openai:y"})
     with open_store(f"sqlite:///{tmp_path / 'j.db'}") as store:
-        with_jury = store.save_run(config={"model": "openai:judge-a", "jury": {
+        with_jury = store.save_run(config={"model": "openai:judge-a", "params": {
+            "temperature": 0.7, "seed": 0, "max_tokens": 1024}, "jury": {
             "name": "jury[mean]:openai:judge-a+openai:judge-b*3", "min_share": 0.6,
             "rubrics": ["scope_fidelity"]}})
         plain = store.save_run(config={"model": "openai:judge-a"})
@@ -203,3 +204,101 @@ def test_a_suite_manifest_can_name_a_jury_as_its_model(
                   for j in jurors]
         assert v.metadata["jury"]["confidence"] == "mean"
         assert v.confidence == pytest.approx(sum(p_pass) / 3)
+
+
+# ------------------------------------------------------------------ resumes and workers
+# (found by a hostile review: a resume or a worker used to grade a jury's samples at the
+# worker's temperature 0, and a resume could switch a single-judge run to a jury half-way)
+
+def _forget_one_verdict(db: Path, run_id: str) -> None:
+    """As if the run had been killed before its last item was asked: its verdict and its
+    calls are gone."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (last, item) = conn.execute(
+            "SELECT id, item_id FROM verdicts WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+            (run_id,)).fetchone()
+        conn.execute("DELETE FROM verdicts WHERE id = ?", (last,))
+        conn.execute("DELETE FROM provider_calls WHERE item_id = ?", (item,))
+        conn.execute("DELETE FROM render_memo")
+        conn.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (run_id,))
+
+
+def test_a_resume_asks_with_the_runs_temperature_not_the_default(
+        server: FakeProviderServer, suite: Path) -> None:
+    code, out, err = run_cli(suite, "--model", "openai:judge-a", "--samples", "3",
+                             "--temperature", "0.7", "--base-url", server.openai_base_url,
+                             "--format", "json", "--no-progress")
+    assert code in (0, 1), err
+    run_id = json.loads(out)["run_id"]
+    _forget_one_verdict(Path("judge.db"), run_id)
+    sent = server.generation_count
+    code, _, err = run_cli("--resume", run_id, "--base-url", server.openai_base_url,
+                           "--no-progress")
+    assert code in (0, 1), err
+    again = server.generations()[sent:]
+    assert len(again) == 3  # the forgotten item's three samples, asked as the run began
+    assert all(r.body["temperature"] == 0.7 for r in again)
+    code, _, err = run_cli("--resume", run_id, "--temperature", "0.2", "--base-url",
+                           server.openai_base_url, "--no-progress")
+    assert code == 2 and "graded with temperature 0.7" in err
+
+
+def test_a_single_judge_run_cannot_be_resumed_with_a_jury(
+        server: FakeProviderServer, suite: Path) -> None:
+    code, out, err = run_cli(suite, "--model", "openai:judge-a", "--base-url",
+                             server.openai_base_url, "--format", "json", "--no-progress")
+    assert code in (0, 1), err
+    run_id = json.loads(out)["run_id"]
+    _forget_one_verdict(Path("judge.db"), run_id)
+    sent = server.generation_count
+    for extra in (["--jury", JURY], ["--model", "jury[vote_share]:openai:a+openai:b"]):
+        code, _, err = run_cli("--resume", run_id, *extra, "--base-url",
+                               server.openai_base_url, "--no-progress")
+        assert code == 2 and "graded by a single judge" in err, err
+    assert server.generation_count == sent
+
+
+def test_a_worker_grades_samples_at_the_runs_temperature(
+        server: FakeProviderServer, suite: Path) -> None:
+    from judge.pipeline.worker import work_loop
+
+    settings = Settings.load(environ={"OPENAI_BASE_URL": server.openai_base_url,
+                                      "OPENAI_API_KEY": "x"})  # the worker's own: T = 0
+    with open_store("sqlite:///judge.db") as store:
+        run_id = store.save_run(config={"model": "openai:judge-a",
+                                        "params": {"temperature": 0.8, "seed": 5,
+                                                   "max_tokens": 1024},
+                                        "jury": {"name": "jury[vote_share]:openai:judge-a*3"}})
+        from judge.ledger import load_scenario
+        from judge.pipeline import Checker, Source
+        from judge.trace import iter_traces
+
+        loaded = load_scenario(SCEN / "refund-once")
+        checked = Checker([Source(loaded, iter_traces(SCEN / "refund-once" / "pass.json", []),
+                                  ["scope_fidelity"])], store).run()
+        store.work.enqueue(run_id, [(it.item_id, it.rubric, False) for it in checked.items])
+        work_loop(store, RunProviders(store, settings), settings, run_id=run_id,
+                  stop_when_run_done=True, idle_exit_s=5)
+        verdicts = store.run_verdicts(run_id)
+    assert len(verdicts) == len(checked.items) >= 1
+    asked = server.generations()
+    assert len(asked) == 3 * len(verdicts)
+    assert {r.body["temperature"] for r in asked} == {0.8}
+    assert sorted({r.body["seed"] for r in asked}) == [5, 6, 7]
+
+
+def test_a_worker_that_cannot_grade_a_run_gives_its_leases_back(tmp_path: Path) -> None:
+    from judge.errors import ConfigError
+    from judge.pipeline.worker import work_loop
+
+    settings = Settings.load(environ={})
+    with open_store(f"sqlite:///{tmp_path / 'w.db'}") as store:
+        run_id = store.save_run(config={"model": "nonsense:model"})
+        store.work.enqueue(run_id, [(f"t/{i}#1:scope_fidelity", "scope_fidelity", False)
+                                    for i in range(3)])
+        with pytest.raises(ConfigError, match="unknown model spec"):
+            work_loop(store, RunProviders(store, settings), settings, run_id=run_id,
+                      idle_exit_s=1)
+        assert store.work.claim("another", 10, run_id=run_id) != []  # free at once

@@ -160,7 +160,8 @@ def _grade(loaded: LoadedScenario, traces: list[Path], rubrics: list[str],
             return result, _summary(result.verdicts, provider, jury, result.stats,
                                     result.checked, rubrics, prompts, replay_only)
         with open_database(settings=settings) as store:
-            config: dict[str, Any] = {"command": "grade", "model": spec}
+            config: dict[str, Any] = {"command": "grade", "model": spec,
+                                      "params": settings.model_params().to_dict()}
             if jury is not None:
                 config["jury"] = jury.spec.to_config()
             result = grade_run([source], store=store, config=config,

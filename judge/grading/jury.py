@@ -314,11 +314,12 @@ class Jury:
             await p.aclose()
 
 
-def build_judges(settings: Settings, model: str, *,
-                 stored: Mapping[str, Any] | None = None) -> tuple[Provider, Jury | None]:
+def build_judges(settings: Settings, model: str, *, stored: Mapping[str, Any] | None = None,
+                 resumed: bool = False) -> tuple[Provider, Jury | None]:
     """The single judge and the jury (None: none) that `model` and the settings ask for.
     `stored`: the jury a resumed run was started with (`JurySpec.to_config`): the run goes
-    on with it (its min_share and rubrics too); settings naming other jurors are refused.
+    on with it (its min_share and rubrics too); settings naming other jurors are refused, and
+    so is any jury when a `resumed` run had none (it would be graded two ways).
 
     `model` may itself be a jury spec (`jury[...]:a+b`); then the jury grades every rubric
     it applies to and its first member stands in as the single judge for the others.
@@ -337,6 +338,8 @@ def build_judges(settings: Settings, model: str, *,
         if spec.needs_temperature() and settings.temperature == 0:
             raise ConfigError(f"{model}: samples of one model at temperature 0 are one answer "
                               f"asked again; set a temperature above 0 (e.g. --temperature 0.7)")
+        if resumed and not stored:
+            raise ConfigError(_NO_JURY_BEFORE)
         spec = _same_as_stored(spec, stored) or spec
         jury = Jury.build(spec, settings)
         return jury.providers[spec.members[0][0]], jury
@@ -347,9 +350,18 @@ def build_judges(settings: Settings, model: str, *,
     spec2 = _same_as_stored(spec2, stored)
     if spec2 is None:
         return provider, None
+    if resumed and not stored:
+        raise ConfigError(_NO_JURY_BEFORE)
+    if spec2.needs_temperature() and settings.temperature == 0:
+        raise ConfigError(f"{spec2.name}: samples of one model at temperature 0 are one answer "
+                          f"asked again; set a temperature above 0 (JUDGE_TEMPERATURE)")
     providers = {m: provider if m == model else make_provider(m, settings)
                  for m, _ in spec2.members}
     return provider, Jury.checked(spec2, providers)
+
+
+_NO_JURY_BEFORE = ("the run was graded by a single judge; resume it without a jury (no "
+                   "--jury, --samples or jury --model), or start a new run")
 
 
 def _same_as_stored(spec: JurySpec | None, stored: Mapping[str, Any] | None

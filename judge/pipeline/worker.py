@@ -25,7 +25,7 @@ from judge.pipeline.pool import GradingPool, Job
 from judge.pipeline.route import Router
 from judge.pipeline.sink import VerdictSink
 from judge.prompts import Prompt, load_prompt
-from judge.providers.base import Provider
+from judge.providers.base import ModelParams, Provider
 from judge.providers.ratelimit import RateLimiter
 from judge.routing import RoutingPolicy
 from judge.settings import Settings
@@ -104,21 +104,30 @@ class _Worker:
             provider = self.providers[run_id]
             jury = self.juries[run_id]
             s = self.settings
+            # as the run began (a worker may serve runs started with other settings)
+            params = self.provider_for.params(run_id) \
+                if isinstance(self.provider_for, RunProviders) else s.model_params()
             remote = provider.remote or (jury is not None and jury.remote)
             limiter = RateLimiter(s.rpm) if s.rpm and remote else None
             if jury is not None and jury.spec.applies(rubric):
                 self.graders[key] = JuryGrader(
-                    self.prompts[rubric], jury, self.store.calls, params=s.model_params(),
+                    self.prompts[rubric], jury, self.store.calls, params=params,
                     retries=s.retries, limiter=limiter, redaction=s.redaction(),
                     stats=self.stats, gate=self.gate)
                 return self.graders[key]
             self.graders[key] = ItemGrader(
-                self.prompts[rubric], provider, self.store.calls, params=s.model_params(),
+                self.prompts[rubric], provider, self.store.calls, params=params,
                 retries=s.retries, limiter=limiter, redaction=s.redaction(), stats=self.stats,
                 gate=self.gate)
         return self.graders[key]
 
     def _take(self, pool: GradingPool, claimed: list[WorkItem]) -> None:
+        try:  # a run this worker cannot grade (a bad spec, a missing key): give it all back
+            for key in dict.fromkeys((w.run_id, w.rubric) for w in claimed):
+                self._grader(*key)
+        except BaseException:
+            self.store.work.release(claimed, self.owner)
+            raise
         data = self.store.get_items(w.item_id for w in claimed)
         finished = []
         for w in claimed:
@@ -200,6 +209,7 @@ class RunProviders:
         self.store, self.settings, self.fixed = store, settings, fixed
         self.fixed_jury = fixed_jury
         self._built: dict[str, tuple[Provider, Jury | None]] = {}
+        self._params: dict[str, ModelParams] = {}
 
     def _build(self, run_id: str) -> tuple[Provider, Jury | None]:
         if run_id not in self._built:
@@ -208,10 +218,19 @@ class RunProviders:
 
             config = (self.store.get_run(run_id) or {}).get("config") or {}
             spec = config.get("model") or default_model_spec(self.settings)
-            # the run's own jury, not this worker's settings
-            plain = self.settings.model_copy(update={"jury": (), "samples": 1})
+            # the run's own jury and generation parameters, not this worker's settings
+            plain = self.settings.model_copy(update={"jury": (), "samples": 1}) \
+                .with_run_params(config.get("params"), strict=False)
+            self._params[run_id] = plain.model_params()
             self._built[run_id] = build_judges(plain, spec, stored=config.get("jury"))
         return self._built[run_id]
+
+    def params(self, run_id: str) -> ModelParams:
+        """The generation parameters the run was started with (else these settings')."""
+        if self.fixed is not None:
+            return self.settings.model_params()
+        self._build(run_id)
+        return self._params[run_id]
 
     def __call__(self, run_id: str) -> Provider:
         if self.fixed is not None:

@@ -76,6 +76,19 @@ class WorkQueue:
                 conn.execute(update(W).where(W.c.run_id == run_id, W.c.item_id.in_(ids))
                              .values(state="done", updated_at=utcnow()))
 
+    def release(self, items: Sequence[WorkItem], owner: str) -> None:
+        """Give `owner`'s leases on these rows back to the queue, now (a worker that cannot
+        grade them must not hold them until the lease expires)."""
+        if not items:
+            return
+        with store_errors(self._url), self._engine.begin() as conn:
+            for run_id in {w.run_id for w in items}:
+                ids = [w.item_id for w in items if w.run_id == run_id]
+                conn.execute(update(W).where(W.c.run_id == run_id, W.c.item_id.in_(ids),
+                                             W.c.state == "leased", W.c.lease_owner == owner)
+                             .values(state="queued", lease_owner=None, lease_expires_at=None,
+                                     updated_at=utcnow()))
+
     def outstanding(self, run_id: str) -> int:
         """Rows of the run not done yet (queued or leased)."""
         with store_errors(self._url), self._engine.connect().execution_options(

@@ -128,14 +128,18 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     `opts.resume`); returns the summary, also stored on the run. SuiteInterrupted on SIGINT."""
     hooks = hooks or RunHooks()
     before = (store.get_run(opts.resume) or {}).get("config") or {} if opts.resume else {}
+    if opts.resume:  # graded as it began: its generation parameters and its jury (or none)
+        settings = settings.with_run_params(before.get("params"))
     # ConfigError before any call
-    provider, jury = build_judges(settings, model_spec, stored=before.get("jury"))
+    provider, jury = build_judges(settings, model_spec, stored=before.get("jury"),
+                                  resumed=bool(opts.resume))
     if jury is not None and opts.batch:  # refused before a run is started for nothing
         raise ConfigError("--batch cannot grade with a jury yet: run without --batch, or "
                           "without the jury")
     run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
         "model": model_spec, "replay_only": opts.replay_only,
+        "params": settings.model_params().to_dict(),
         **({"jury": jury.spec.to_config()} if jury is not None else {}),
         **({"allow_outside": True} if plan.allow_outside else {})})
     if hooks.on_start is not None:
