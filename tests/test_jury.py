@@ -90,6 +90,9 @@ def test_spec_round_trips_and_names_seats() -> None:
     ("jury[vote_share]:openai:a*0+openai:b", "samples must be"),
     ("jury[vote_share]:openai:a*40", "samples must be"),
     ("jury[vote_share]:openai:a+jury[mean]:b", "not"),
+    ("jury[vote_share]:openai:b#1+openai:b*2", "not a model spec"),  # would shadow seat b#1
+    ("jury[vote_share]:" + "+".join(f"openai:m{i}" for i in range(40)), "too large"),
+    ("jury[vote_share]:" + "+".join(f"openai:m{i}" for i in range(10_000)), "not a jury"),
 ])
 def test_bad_specs_say_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
@@ -141,6 +144,14 @@ def test_mean_confidence_is_the_jurors_probability_of_the_winning_label() -> Non
     out = combine(ITEM, PROMPT, spec, jurors, [v("pass", 0.9), v("pass", 0.7), v("fail", 0.8)])
     assert out.label == "pass"
     assert out.confidence == pytest.approx((0.9 + 0.7 + 0.2) / 3)
+
+
+def test_a_mean_jury_leaning_against_its_majority_is_a_split() -> None:
+    spec, jurors = jury_of(3, confidence="mean", min_share=0.6)
+    out = combine(ITEM, PROMPT, spec, jurors, [v("pass", 0.55), v("pass", 0.55),
+                                               v("fail", 0.99)])
+    assert out.label == "pass" and out.confidence is not None and out.confidence < 0.5
+    assert out.metadata["jury"]["split"] is True
 
 
 def test_min_share_decides_what_is_a_split() -> None:
@@ -392,3 +403,35 @@ def test_a_jury_keeps_the_run_within_concurrency_requests_in_flight() -> None:
         options=GradeOptions(policy=None, keep_verdicts=True, check_process=False), jury=jury)
     assert graded.stats.juror_verdicts == 3 * graded.stats.items > 12
     assert 2 <= live[1] <= 4  # in parallel, and never past the bound
+
+
+def test_splits_on_vetoed_traces_are_not_counted_for_review(server: FakeProviderServer) -> None:
+    code, out, err = grade(REFUND, PASS, REFUND / "fail-second-refund.json", "--jury",
+                           "openai:judge-a,openai:judge-b", "--base-url",
+                           server.openai_base_url, "--format", "json")
+    assert code == 1, err
+    data = json.loads(out)
+    vetoed = [v for v in data["verdicts"] if v["overruled"]]
+    assert vetoed and all(v["route_reason"] == "veto" for v in vetoed)
+    reviewed = [v for v in data["verdicts"] if v["route_reason"] == "jury split"]
+    assert data["summary"]["jury_splits"] == len(reviewed) == len(data["verdicts"]) - len(vetoed)
+
+
+def test_a_typo_in_the_jury_rubrics_is_refused_not_ignored(
+        server: FakeProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_JURY_RUBRICS", "scope_fidelty")
+    code, _, err = grade(REFUND, PASS, "--jury", "openai:judge-a,openai:judge-b",
+                         "--base-url", server.openai_base_url)
+    assert code == 2 and "'scope_fidelty' is not one being graded" in err
+    assert server.generation_count == 0
+
+
+def test_two_juries_never_share_a_calibration_file() -> None:
+    from judge.calibration.record import record_path
+
+    a = parse_jury("jury[mean]:anthropic:claude-3*5+openai:gpt-4.1").name
+    b = parse_jury("jury[mean]:anthropic:claude-3-5+openai:gpt-4.1").name
+    assert record_path("c", "scope_fidelity", "v3", a) != record_path("c", "scope_fidelity",
+                                                                      "v3", b)
+    # a single model's file keeps its name (committed records stay where they are)
+    assert record_path("c", "r", "v3", "openai:gpt-4.1").name == "v3__openai-gpt-4.1.json"

@@ -160,3 +160,17 @@ def test_the_revealed_verdict_shows_each_jurors_vote() -> None:
     for juror, mine in seats.items():
         assert lines[f"juror {juror}"].startswith(mine[v.item_id])
         assert f"{juror} {mine[v.item_id]}" in verdict_text(v)
+
+
+@pytest.mark.parametrize("share", [10**400, 7, -0.5, "0.5", True, None, float("nan")])
+def test_a_hostile_vote_share_is_left_out_of_the_jury_summary(share: object) -> None:
+    from judge.labels.report import jury_summary
+
+    _, verdicts, _ = make(6)
+    verdicts[0].metadata["jury"]["vote_share"] = share
+    verdicts[1].metadata["jury"]["name"] = ["x"] * 100_000
+    summary = jury_summary(verdicts)
+    assert summary is not None
+    valid = [v.metadata["jury"]["vote_share"] for v in verdicts[1:]]
+    assert summary["mean_vote_share"] == pytest.approx(sum(valid) / len(valid))
+    assert summary["names"] == [SPEC.name]

@@ -302,3 +302,31 @@ def test_a_worker_that_cannot_grade_a_run_gives_its_leases_back(tmp_path: Path) 
             work_loop(store, RunProviders(store, settings), settings, run_id=run_id,
                       idle_exit_s=1)
         assert store.work.claim("another", 10, run_id=run_id) != []  # free at once
+
+
+def test_an_internal_error_while_traces_are_checked_is_one_line(tmp_path: Path) -> None:
+    """An error out of the grading loop used to leave the checker's trace stream open; the
+    loop's shutdown then printed an 18-line asyncio traceback before the one-line error."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "boom.py"
+    script.write_text(
+        "import sys\n"
+        "import judge.pipeline.grade as g\n"
+        "class Boom:\n"
+        "    def __init__(self, *a, **k):\n"
+        "        raise TypeError('simulated internal error')\n"
+        "g.JuryGrader = Boom\n"
+        "from judge.cli.main import main\n"
+        "sys.argv = ['judge', *sys.argv[1:]]\n"
+        "main()\n")
+    traces = [str(p) for p in sorted((SCEN / "refund-once").glob("*.json"))] * 20
+    done = subprocess.run(
+        [sys.executable, str(script), "grade", str(SCEN / "refund-once"), *traces, "--model",
+         "jury[vote_share]:heuristic+scripted", "--db", f"sqlite:///{tmp_path / 'b.db'}"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "judge: error: internal error: TypeError: simulated internal error (run with --debug "
+        "for the traceback)"]

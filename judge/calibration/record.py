@@ -6,6 +6,7 @@ outside [A-Za-z0-9._-] in path parts (':' and '/' in model names) become '-'.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import UTC, datetime
@@ -136,7 +137,13 @@ def safe_part(value: str) -> str:
 
 
 def record_path(root: str | Path, rubric: str, prompt_version: str, model: str) -> Path:
-    return Path(root) / safe_part(rubric) / f"{safe_part(prompt_version)}__{safe_part(model)}.json"
+    """Where a record is written (records are found by content, not by this name). A
+    jury's name loses its `* + [ ] :` to `safe_part`, so two juries (`a*3+b` and `a-3+b`)
+    could share a file: a jury's file name ends with a digest of its real name."""
+    name = safe_part(model)
+    if model.startswith("jury["):
+        name = f"{name[:120]}-{hashlib.sha256(model.encode('utf-8')).hexdigest()[:10]}"
+    return Path(root) / safe_part(rubric) / f"{safe_part(prompt_version)}__{name}.json"
 
 
 def load_record(path: str | Path) -> CalibrationRecord:

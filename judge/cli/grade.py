@@ -75,7 +75,7 @@ def grade(
         None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."),
 ) -> None:
     """Grade the judge items of traces against a scenario, after the deterministic checks."""
-    from judge.grading.jury import build_judges
+    from judge.grading.jury import build_judges, check_jury_rubrics
     from judge.prompts import load_prompt
     from judge.providers.registry import default_model_spec
 
@@ -89,6 +89,7 @@ def grade(
         provider, panel = build_judges(settings, spec)
         loaded = load_valid_scenario(scenario)  # as `judge validate` checks it
         rubrics = _rubrics(loaded, rubric)
+        check_jury_rubrics(panel, rubrics)
         prompts = {name: load_prompt(name) for name in rubrics}
         _warn_unused(loaded, rubrics)
         result, summary = _grade(loaded, traces, rubrics, prompts, provider, panel, spec,
@@ -201,18 +202,22 @@ def _summary(verdicts: list[Verdict], provider: Provider, jury: Jury | None,
         count[v.label] += 1
     jury_part: dict[str, Any] = {}
     if jury is not None:
+        from judge.routing import is_split
+
         jury_part["jury"] = {**jury.spec.to_config(), "seats": jury.spec.seats,
                              "jurors": [j.id for j in jury.spec.jurors()]}
+        # splits a person must look at: a vetoed trace's verdicts are overruled, not reviewed
+        jury_part["jury_splits"] = sum(1 for v in verdicts if is_split(v) and not v.overruled)
     everyone = jury is not None and all(jury.spec.applies(r) for r in rubrics)
     return {
         "judge": jury.display_name if jury is not None and everyone else provider.display_name,
         "model": jury.spec.name if jury is not None and everyone else provider.spec,
-        **jury_part,
         "prompts": {r: f"{prompts[r].version} {prompts[r].hash}" for r in rubrics},
         "traces": checked.n_traces, "vetoed_traces": len(checked.vetoes),
         "items": len(verdicts), **count,
         "overruled": sum(v.overruled for v in verdicts), "replay_only": replay_only,
         **{k: v for k, v in stats.to_dict().items() if k != "items"},
+        **jury_part,
     }
 
 
@@ -241,4 +246,5 @@ def _print_text(verdicts: list[Verdict], s: dict[str, Any], *, err: bool = False
         f"{s['reasks']} re-asked", err=err)
     if "jury" in s:
         echo(f"jury {field(s['jury']['name'])}: {s.get('juror_verdicts', 0)} juror verdicts, "
-             f"{s.get('jury_splits', 0)} split (routed to review)", err=err)
+             f"{s.get('jury_splits', 0)} split on traces not vetoed (a person decides those)",
+             err=err)

@@ -24,7 +24,9 @@ How the verdicts are combined (`combine`, a pure function):
   jurors' mean probability of the winning label (`mean`: a juror's confidence in its own
   label, turned into a probability of the winning one);
 - the jury is **split** when the winning share is below `min_share` (default 1.0: any
-  dissent), and always on a tie (whatever `min_share`: a tied fail is never auto-accepted).
+  dissent), and always on a tie (whatever `min_share`: a tied fail is never auto-accepted)
+  and when a `mean` confidence falls below 0.5 (the jurors' probabilities lean against
+  their own majority).
   Routing sends a split jury's verdict to review with reason "jury split".
 
 Every juror's verdict is kept in the verdict's `metadata.jury.jurors` (label, key, evidence,
@@ -92,17 +94,21 @@ class JurySpec:
     def __post_init__(self) -> None:
         if not self.members:
             raise ConfigError("a jury needs at least one member")
-        models = [m for m, _ in self.members]
-        twice = sorted({m for m in models if models.count(m) > 1})
-        if twice:
-            raise ConfigError(f"jury member {twice[0]!r} is named twice; ask one model several "
-                              f"times with samples ('{twice[0]}*k' or --samples k)")
+        if len(self.members) > MAX_SEATS:  # before anything that grows with the members
+            raise ConfigError(f"a jury of {len(self.members)} members is too large (at most "
+                              f"{MAX_SEATS} seats)")
         for model, k in self.members:
-            if not model or any(c in model for c in "+*[] \t\n") or model.startswith("jury"):
-                raise ConfigError(f"jury member {model!r} is not a model spec")
+            # '#' names a seat (`model#i`): a member holding one could take another's name
+            if not model or len(model) > 300 or any(c in model for c in "+*[]# \t\n") \
+                    or model.startswith("jury"):
+                raise ConfigError(f"jury member {_short(model)} is not a model spec")
             if not 1 <= k <= MAX_SEATS:
-                raise ConfigError(f"jury member {model!r}: samples must be 1..{MAX_SEATS}, "
-                                  f"got {k}")
+                raise ConfigError(f"jury member {_short(model)}: samples must be "
+                                  f"1..{MAX_SEATS}, got {k}")
+        twice = [m for m, n in Counter(m for m, _ in self.members).items() if n > 1]
+        if twice:
+            raise ConfigError(f"jury member {_short(twice[0])} is named twice; ask one model "
+                              f"several times with samples ('<model>*k' or --samples k)")
         if self.seats > MAX_SEATS:
             raise ConfigError(f"a jury of {self.seats} seats is too large (at most {MAX_SEATS})")
         if self.seats < 2:
@@ -152,6 +158,11 @@ class JurySpec:
                                    rubrics=frozenset(config.get("rubrics") or ()))
 
 
+def _short(text: str, limit: int = 80) -> str:
+    """`text` quoted for a one-line message, cut to `limit` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def is_jury(spec: str | None) -> bool:
     return bool(spec) and str(spec).startswith("jury[")
 
@@ -159,20 +170,20 @@ def is_jury(spec: str | None) -> bool:
 def parse_jury(text: str) -> JurySpec:
     """`jury[<confidence>]:<model>[*k]+<model>[*k]…` → JurySpec; ConfigError naming what is
     wrong."""
-    m = _SPEC.match(text.strip())
+    m = _SPEC.match(text.strip()) if len(text) <= 20_000 else None
     if m is None:
-        raise ConfigError(f"not a jury spec: {text!r} (expected "
+        raise ConfigError(f"not a jury spec: {_short(text)} (expected "
                           f"'jury[vote_share|mean]:<model>[*k]+<model>[*k]...')")
     members: list[tuple[str, int]] = []
     for part in m.group("members").split("+"):
         pm = _MEMBER.match(part.strip())
         if pm is None:
-            raise ConfigError(f"jury spec {text!r}: member {part!r} is not <model> or "
-                              f"<model>*<k>")
+            raise ConfigError(f"jury spec {_short(text)}: member {_short(part)} is not "
+                              f"<model> or <model>*<k>")
         members.append((pm.group("model"), int(pm.group("k") or 1)))
     conf = m.group("conf")
     if conf not in CONFIDENCES:
-        raise ConfigError(f"jury spec {text!r}: confidence {conf!r} is not one of "
+        raise ConfigError(f"jury spec {_short(text)}: confidence {_short(conf)} is not one of "
                           f"{', '.join(CONFIDENCES)}")
     return JurySpec(tuple(members), confidence=conf)
 
@@ -229,7 +240,9 @@ def combine(item_id: str, prompt: Prompt, spec: JurySpec, jurors: Sequence[Juror
         confidence = share
     else:
         confidence = sum(_p_label(v, label) for _, v in votes) / len(votes)
-    split = share < spec.min_share or 2 * len(winners) == len(votes)  # a tie always splits
+    # a tie always splits; so does a `mean` jury whose jurors' confidence leans the other way
+    # (the votes and the probabilities disagree: a person decides)
+    split = share < spec.min_share or 2 * len(winners) == len(votes) or confidence < 0.5
     record.update(vote_share=round(share, 6), split=split)
     voice = _voice(winners) if label == "fail" else max(
         winners, key=lambda jv: jv[1].confidence or 0.0)
@@ -374,6 +387,18 @@ def _same_as_stored(spec: JurySpec | None, stored: Mapping[str, Any] | None
         raise ConfigError(f"the run was graded by {was.name}; resume it with the same jury, "
                           f"not {spec.name}")
     return was
+
+
+def check_jury_rubrics(jury: Jury | None, rubrics: Sequence[str]) -> None:
+    """ConfigError when the jury is limited to rubrics that are not being graded (a typo in
+    JUDGE_JURY_RUBRICS would otherwise turn the jury off without a word)."""
+    if jury is None or not jury.spec.rubrics:
+        return
+    unknown = sorted(jury.spec.rubrics - set(rubrics))
+    if unknown:
+        raise ConfigError(f"jury rubric {_short(unknown[0])} is not one being graded "
+                          f"(graded: {', '.join(sorted(rubrics)) or 'none'}); check "
+                          f"JUDGE_JURY_RUBRICS / jury_rubrics")
 
 
 def judge_of(provider: Provider, jury: Jury | None, rubric: str) -> tuple[Jury | None, str]:

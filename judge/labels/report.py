@@ -236,15 +236,25 @@ def jury_summary(verdicts: Sequence[Verdict]) -> dict[str, Any] | None:
     records = [r for v in verdicts if (r := jury_record(v)) is not None]
     if not records:
         return None
-    shares = [float(r["vote_share"]) for r in records
-              if isinstance(r.get("vote_share"), (int, float))
-              and not isinstance(r.get("vote_share"), bool)
-              and math.isfinite(r["vote_share"])]
+    shares = [s for r in records if (s := _share(r.get("vote_share"))) is not None]
     splits = sum(1 for r in records if r.get("split") is True)
+    names = {r["name"][:300] for r in records if isinstance(r.get("name"), str)}
     return {
         "n_verdicts": len(records),
-        "names": sorted({str(r.get("name")) for r in records}),
+        "names": sorted(names)[:50],  # a verdicts file is hostile: a bounded list
         "n_split": splits,
         "split_rate": splits / len(records),
         "mean_vote_share": sum(shares) / len(shares) if shares else None,
     }
+
+
+def _share(value: object) -> float | None:
+    """A vote share from a verdicts file: a number in [0, 1], else None (a hostile or
+    hand-edited record: NaN, 7, a 400-digit integer, a string)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        share = float(value)
+    except OverflowError:
+        return None
+    return share if math.isfinite(share) and 0.0 <= share <= 1.0 else None

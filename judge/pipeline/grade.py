@@ -248,6 +248,10 @@ class _Pipeline:
                 self.cache = writer
             await self._run(checked_traces, writer)
         finally:
+            # close the trace stream while its pipe is open: left to the loop's shutdown, a
+            # generator stopped by an error reads a closed handle and prints a traceback
+            with suppress(Exception):
+                await checked_traces.aclose()  # type: ignore[attr-defined]
             if proc is not None:
                 proc.close()
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import ConfigError, InputError, StoreError
 from judge.grading.engine import GradingStats
-from judge.grading.jury import Jury, build_judges
+from judge.grading.jury import Jury, build_judges, check_jury_rubrics
 from judge.items import Item
 from judge.pipeline.collect import Checker, Source, TraceChecked
 from judge.pipeline.grade import GradeOptions, Hooks, fail_run, grade_traces
@@ -133,6 +133,7 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     # ConfigError before any call
     provider, jury = build_judges(settings, model_spec, stored=before.get("jury"),
                                   resumed=bool(opts.resume))
+    check_jury_rubrics(jury, sorted({r for ps in plan.scenarios for r in ps.rubrics}))
     if jury is not None and opts.batch:  # refused before a run is started for nothing
         raise ConfigError("--batch cannot grade with a jury yet: run without --batch, or "
                           "without the jury")
