@@ -72,8 +72,9 @@ class _NoScrub:
     """A scrubber that changes nothing: the render cost without redaction."""
 
     secrets = True
+    counts: dict[str, int] = {}  # noqa: RUF012 - read-only, never filled
 
-    def __init__(self, redaction: Any, candidate: Any) -> None:
+    def __init__(self, redaction: Any, candidate: Any, names: Any = ()) -> None:
         pass
 
     def value(self, v: Any) -> Any:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_redaction_properties import SECRETS, SEPARATOR
 
@@ -103,6 +103,10 @@ def test_request_stays_deterministic_and_counts_are_kept() -> None:
                             "identity": 0}
 
 
+_JWT = ("eyJhbGciOiAiSFMyNTYiLCAidHlwIjogIkpXVCJ9.eyJzdWIiOiAid293Q05NOWZSMnNjIn0."
+        "fqeozeFKBTgbcrdSUzlXtf1tgrA-iwDhvgKMNhaYJoL")
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as srv:
@@ -124,6 +128,9 @@ def _grade(items: list[Item], base_url: str) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(SECRETS, min_size=1, max_size=4), SEPARATOR)
+# found by this property in a full run (2026-12-01): after a newline, rendered JSON reads
+# `\\neyJ…`, and the escape's `n` began a longer opaque match that hid the JWT
+@example(secrets=[(_JWT, _JWT)], sep="\n")
 def test_generated_secrets_never_reach_the_provider(
         server: FakeProviderServer, secrets: list[tuple[str, str]], sep: str) -> None:
     texts = [t for t, _ in secrets]

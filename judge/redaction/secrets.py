@@ -72,8 +72,13 @@ PHRASE_RE = compile_re2(
     r"has been changed to|changed to|was reset to|reset to|is|was|would be|will be)"
     r"[ \t:]+[\"'`]?([^\s\"'`]{3,})")
 _OPAQUE = r"[A-Za-z0-9+/_\-]{32,}={0,2}"
-#: one pass for both: group 1 a vendor key format, group 2 a long opaque token
-TOKEN_RE = compile_re2("(" + "|".join(f"(?:{p})" for p in _KEY_FORMATS) + f")|({_OPAQUE})")
+#: one pass for both: group 1 a vendor key format, group 2 a long opaque token. A JSON escape
+#: just before a token (`\neyJ…` in rendered JSON) is matched and left out of both groups:
+#: without it the escape's letter began a longer opaque match (`neyJ…`, up to the JWT's first
+#: dot) and hid the key format behind it
+_ESCAPE = r"(?:\\(?:[ntrbf]|u[0-9a-fA-F]{4}))?"
+TOKEN_RE = compile_re2(_ESCAPE + "(?:(" + "|".join(f"(?:{p})" for p in _KEY_FORMATS)
+                       + f")|({_OPAQUE}))")
 
 
 
@@ -122,7 +127,7 @@ def _starts_token(text: str, start: int) -> bool:
 def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
     """(span, value worth remembering or None) for every secret this module's rules see."""
     for m in TOKEN_RE.finditer(text):
-        s, e = m.span()
+        s, e = m.span(1) if m.start(1) >= 0 else m.span(2)
         if m.start(1) >= 0:
             if _starts_token(text, s):
                 yield Span(*whole_token(text, s, e), "secret"), None
