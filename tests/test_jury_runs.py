@@ -170,11 +170,34 @@ def test_the_run_report_says_how_often_the_jury_split(
         assert expected in text, text[:2000]
 
 
-def test_batch_with_a_jury_is_refused_before_a_run_is_started(
+@pytest.mark.parametrize("args, seats", [
+    (["--jury", JURY], 2),
+    (["--model", "openai:judge-a", "--samples", "3", "--temperature", "0.7"], 3),
+])
+def test_batch_mode_grades_a_jury_with_one_batch_per_seat(
+        server: FakeProviderServer, suite: Path, args: list[str], seats: int) -> None:
+    code, out, err = run_cli(suite, *args, "--batch", "--batch-poll", "0", "--base-url",
+                             server.openai_base_url, "--format", "json", "--no-progress")
+    assert code in (0, 1), err
+    judge = json.loads(out)["judge"]
+    n = judge["items"]
+    assert n >= 1 and judge["jury"]["seats"] == seats and judge["unscored"] == 0
+    assert server.count("chat") == 0  # every juror's verdict came from a batch
+    assert server.count("batch_lines") == seats * n
+    with open_store("sqlite:///judge.db") as store:
+        run = store.get_run(json.loads(out)["run_id"])
+        assert run is not None and len(run["config"]["batches"]) == seats
+        verdicts = store.run_verdicts(run["run_id"])
+    assert all(len(v.metadata["jury"]["jurors"]) == seats for v in verdicts)
+    if seats == 2:  # judge-a pass, judge-b fail: every item split, over the batch API too
+        assert all(v.route_reason == "jury split" for v in verdicts)
+
+
+def test_batch_with_a_juror_that_has_no_batch_api_is_refused_before_a_run_starts(
         server: FakeProviderServer, suite: Path) -> None:
-    code, _, err = run_cli(suite, "--jury", JURY, "--batch", "--base-url",
-                           server.openai_base_url, "--no-progress")
-    assert code == 2 and "--batch cannot grade with a jury" in err
+    code, _, err = run_cli(suite, "--jury", "openai:judge-a,heuristic", "--batch",
+                           "--base-url", server.openai_base_url, "--no-progress")
+    assert code == 2 and "'heuristic' has no batch API" in err
     assert len(err.strip().splitlines()) == 1 and server.generation_count == 0
     if Path("judge.db").exists():
         with open_store("sqlite:///judge.db") as store:

@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 async def prefill_by_batch(store: Store, run_id: str, rubric: str, prompt: Prompt,
                            items: Sequence[Item], provider: Provider, params: ModelParams, *,
                            redaction: Redaction | None = None, poll_base_delay: float = 5.0,
-                           on_status: Callable[[str], None] | None = None) -> dict[str, int]:
+                           on_status: Callable[[str], None] | None = None,
+                           batch_key: str | None = None) -> dict[str, int]:
     """Submit (or resume) the batch for the uncached items of one rubric; cache its results.
-    Returns counts: submitted, succeeded, failed."""
+    Returns counts: submitted, succeeded, failed. `batch_key`: what the batch id is stored
+    under on the run (default the rubric; a jury has one batch per seat, `rubric:juror`)."""
+    key_on_run = batch_key or rubric
     requests: dict[str, JudgeRequest] = {}
     keys: dict[str, str] = {}
     maker: KeyMaker | None = None
@@ -50,11 +53,11 @@ async def prefill_by_batch(store: Store, run_id: str, rubric: str, prompt: Promp
         if on_status is not None:
             on_status(text)
 
-    batch_id = store.batch_ids(run_id).get(rubric)
+    batch_id = store.batch_ids(run_id).get(key_on_run)
     if batch_id is None:
         batch_id = await client.submit(list(requests.values()),
                                        metadata={"run_id": run_id, "rubric": rubric})
-        store.save_batch_id(run_id, rubric, batch_id)
+        store.save_batch_id(run_id, key_on_run, batch_id)
         counts["submitted"] = len(requests)
     status(f"batch {batch_id}: waiting")
     await client.wait(batch_id, base_delay=poll_base_delay,

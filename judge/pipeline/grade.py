@@ -92,11 +92,6 @@ def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
     verdict in the run are skipped (a resumed run). Trace readers record unreadable traces
     in `errors`, the same list the result's `errors` holds. `jury`: grades the rubrics it
     applies to (judge.grading.jury); `provider` the others. Closes the providers."""
-    if jury is not None and options.batch:
-        from judge.errors import ConfigError
-
-        raise ConfigError("--batch cannot grade with a jury yet: grade without --batch, or "
-                          "without the jury")
     if store is None and cache is None:
         raise ValueError("grade_traces needs a store or a call cache")
     if store is not None and run_id is None:
@@ -328,14 +323,22 @@ class _Pipeline:
         if self.hooks.on_all_checked is not None:
             self.hooks.on_all_checked(len(items))
         counts: dict[str, int] = {}
+        params = self.settings.model_params()
         for rubric in dict.fromkeys(it.rubric for it in pending):
-            got = await prefill_by_batch(
-                self.store, self.run_id, rubric, self.prompts[rubric],
-                [it for it in pending if it.rubric == rubric], self.provider,
-                self.settings.model_params(), redaction=self.settings.redaction(),
-                poll_base_delay=self.options.batch_poll_s, on_status=self.hooks.on_status)
-            for k, n in got.items():
-                counts[k] = counts.get(k, 0) + n
+            mine = [it for it in pending if it.rubric == rubric]
+            # one batch per seat of a jury (its provider, its sample's params), else one
+            seats = [(self.jury.providers[j.model], j.params(params), f"{rubric}:{j.id}")
+                     for j in self.jury.spec.jurors()] \
+                if self.jury is not None and self.jury.spec.applies(rubric) \
+                else [(self.provider, params, rubric)]
+            for provider, seat_params, key in seats:
+                got = await prefill_by_batch(
+                    self.store, self.run_id, rubric, self.prompts[rubric], mine, provider,
+                    seat_params, redaction=self.settings.redaction(),
+                    poll_base_delay=self.options.batch_poll_s, on_status=self.hooks.on_status,
+                    batch_key=key)
+                for k, n in got.items():
+                    counts[k] = counts.get(k, 0) + n
         self._submit(pool, sink, items, requests, limiter)
         return counts
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judge.errors import ConfigError, InputError, StoreError
+from judge.errors import InputError, StoreError
 from judge.grading.engine import GradingStats
 from judge.grading.jury import Jury, build_judges, check_jury_rubrics
 from judge.items import Item
@@ -134,9 +134,11 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     provider, jury = build_judges(settings, model_spec, stored=before.get("jury"),
                                   resumed=bool(opts.resume))
     check_jury_rubrics(jury, sorted({r for ps in plan.scenarios for r in ps.rubrics}))
-    if jury is not None and opts.batch:  # refused before a run is started for nothing
-        raise ConfigError("--batch cannot grade with a jury yet: run without --batch, or "
-                          "without the jury")
+    if opts.batch:  # every judge that will be batched has a batch API, before a run starts
+        from judge.providers.batch import batch_client
+
+        for p in [provider, *(jury.providers.values() if jury is not None else ())]:
+            batch_client(p)
     run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
         "model": model_spec, "replay_only": opts.replay_only,
