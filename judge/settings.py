@@ -123,6 +123,14 @@ class Settings(BaseModel):
             return None
         return value
 
+    @field_validator("samples", "concurrency", "retries", "max_tokens", "db_busy_timeout_ms",
+                     mode="before")
+    @classmethod
+    def _no_bool_counts(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # TOML `samples = true` is not 1
+            raise ValueError("expected a whole number, not true/false")
+        return value
+
     @classmethod
     def load(cls, *, environ: Mapping[str, str] | None = None, cwd: Path | None = None,
              **overrides: Any) -> Settings:

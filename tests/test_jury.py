@@ -435,3 +435,9 @@ def test_two_juries_never_share_a_calibration_file() -> None:
                                                                       "v3", b)
     # a single model's file keeps its name (committed records stay where they are)
     assert record_path("c", "r", "v3", "openai:gpt-4.1").name == "v3__openai-gpt-4.1.json"
+
+
+def test_a_count_given_as_true_in_the_config_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "judge.toml").write_text("[judge]\nsamples = true\n")
+    with pytest.raises(ConfigError, match=r"field 'samples'.*not true/false"):
+        Settings.load(environ={}, cwd=tmp_path)

@@ -353,3 +353,17 @@ def test_an_internal_error_while_traces_are_checked_is_one_line(tmp_path: Path) 
     assert done.stderr.strip().splitlines() == [
         "judge: error: internal error: TypeError: simulated internal error (run with --debug "
         "for the traceback)"]
+
+
+def test_calibrate_check_looks_for_the_jurys_record(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_JURY", "openai:judge-a,openai:judge-b")
+    res = CliRunner().invoke(app, ["calibrate", "check", "--records", str(tmp_path / "none"),
+                                   "--db", f"sqlite:///{tmp_path / 'c.db'}"])
+    assert res.exit_code == 1, res.stderr  # no record anywhere: every rubric is stale
+    assert "scope_fidelity: no calibration for prompt v3" in res.stdout
+    assert all(line.endswith(f"with model {NAME}") for line in res.stdout.splitlines())
+    monkeypatch.setenv("JUDGE_JURY_RUBRICS", "scope_fidelity")
+    res = CliRunner().invoke(app, ["calibrate", "check", "--records", str(tmp_path / "none"),
+                                   "--db", f"sqlite:///{tmp_path / 'c.db'}"])
+    assert res.exit_code == 2 and "--rubric" in res.stderr

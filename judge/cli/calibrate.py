@@ -240,8 +240,9 @@ def check(
         from judge.settings import Settings
 
         settings = Settings.load(model=model, database_url=db)
+        spec = _checked_model(settings, settings.model or default_model_spec(settings), rubric)
         status = check_calibration(
-            settings.model or default_model_spec(settings), records_dir(records),
+            spec, records_dir(records),
             labels=labels, database_url=settings.database_url, rubric=rubric,
             grow_share=grow_share)
     if status.stale:
@@ -250,6 +251,25 @@ def check(
         raise typer.Exit(1)
     echo(f"calibration current for {len(status.current)} rubric(s) with model "
          f"{field(status.model)}")
+
+
+def _checked_model(settings: Any, model: str, rubric: str | None) -> str:
+    """The model whose records `check` looks for: the jury's name when the settings grade
+    with a jury (of every rubric, or of the one asked for), else `model`."""
+    from judge.errors import ConfigError
+    from judge.grading.jury import is_jury, jury_from_settings, parse_jury
+
+    if is_jury(model):
+        return parse_jury(model).name
+    spec = jury_from_settings(settings, model)
+    if spec is None:
+        return model
+    if spec.rubrics and (rubric is None or not spec.applies(rubric)):
+        if rubric is None:
+            raise ConfigError("the jury grades only some rubrics (jury_rubrics): check them "
+                              "one at a time with --rubric")
+        return model
+    return spec.name
 
 
 @app.command("compare")
