@@ -169,7 +169,12 @@ SECRETS = st.one_of(key_format(), named_secret(), url_credential(), header(), ca
 #: text around a secret; the secret is set off by a separator (a secret glued to a word is
 #: a longer token, see spans.whole_token and the word-edge rules)
 FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
-SEPARATOR = st.sampled_from([" ", "\n", "\t", " (", ") ", ", ", "; ", " > "])
+SEPARATOR = st.sampled_from([
+    " ", "\n", "\t", " (", ") ", ", ", "; ", " > ",
+    # a literal backslash-n or -t (a JSON string inside a JSON string renders as `\\n`), a
+    # literal `\u00e9`, and text with no space before a pasted key (CJK, accented): each once
+    # let a key through (found by a hostile review, 2026-12-01)
+    "\\n", "\\t", "\\u00e9", "我的密钥是", "é", "ü"])
 
 
 @SETTINGS

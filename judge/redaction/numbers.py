@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from judge.redaction.rx import compile_re2
-from judge.redaction.spans import Span, escape_ends_at
+from judge.redaction.spans import Span, escape_ends_at, is_word_char
 
 _DIGIT_RUN_RE = compile_re2(r"(?:\d[ -]?){12,}\d")
 _SSN_RE = compile_re2(r"\d{3}([- ])\d{2}[- ]\d{4}")
@@ -62,15 +62,28 @@ def _left_ok(text: str, start: int) -> bool:
     if start == 0 or escape_ends_at(text, start):
         return True
     c = text[start - 1]
-    return not (c.isalnum() or c == "_" or (c in ".,-" and start > 1 and text[start - 2].isalnum()))
+    return not (is_word_char(c) or (c in ".,-" and start > 1 and is_word_char(text[start - 2])))
 
 
 def _right_ok(text: str, end: int) -> bool:
     if end >= len(text):
         return True
     c = text[end]
-    return not (c.isalnum() or c == "_" or (c in ".,-" and end + 1 < len(text)
-                                            and text[end + 1].isdigit()))
+    return not (is_word_char(c) or (c in ".,-" and end + 1 < len(text)
+                                    and text[end + 1].isdigit()))
+
+
+def _escape_end(text: str, i: int) -> int | None:
+    """Where a `\\uXXXX` escape ends, when `i` lies among its hex digits; else None."""
+    for back in range(2, 6):
+        b = i - back
+        if b >= 0 and text[b] == "\\" and text[b + 1:b + 2] == "u" \
+                and len(text) >= b + 6 and all(c in _HEX_DIGITS for c in text[b + 2:b + 6]):
+            return b + 6
+    return None
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def _isolated(text: str, start: int, end: int) -> bool:
@@ -84,6 +97,10 @@ def find_cards(text: str) -> list[Span]:
         run_start, run_end = m.span()
         groups = [(g.start() + run_start, g.end() + run_start)
                   for g in _DIGITS.finditer(m.group())]
+        inside = _escape_end(text, run_start)
+        if inside is not None:  # `\\u00e94111…`: the run began with the escape's hex digits
+            run_start = inside
+            groups = [(max(a, inside), b) for a, b in groups if b > inside]
         i = 0
         while i < len(groups):
             hit = _card_from(text, groups, i, run_start, run_end)

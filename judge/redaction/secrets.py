@@ -120,8 +120,29 @@ def is_placeholder(value: str) -> bool:
     return len(set(v)) == 1 and not v[0].isalnum()  # ****, ----
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _glued(ch: str) -> bool:
+    """Would `ch` make a key after it part of a longer ASCII word? Key formats are ASCII:
+    a key pasted after CJK or accented text (`我的密钥是sk-ant-…`) still starts a token."""
+    return ch.isascii() and ch.isalnum()
+
+
 def _starts_token(text: str, start: int) -> bool:
-    return start == 0 or not text[start - 1].isalnum() or escape_ends_at(text, start)
+    return start == 0 or not _glued(text[start - 1]) or escape_ends_at(text, start)
+
+
+def _past_escape(text: str, s: int) -> int:
+    """`s` moved past the letters of a JSON escape it starts inside (`\\u00e9msg_…`
+    matched from its `u`): an escape is no part of the token after it."""
+    if s > 0 and text[s - 1] == "\\":
+        if text[s:s + 1] in ("n", "r", "t", "b", "f"):
+            return s + 1
+        if text[s:s + 1] == "u" and _HEX_DIGITS.issuperset(text[s + 1:s + 5]) \
+                and len(text) >= s + 5:
+            return s + 5
+    return s
 
 
 def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
@@ -131,7 +152,9 @@ def find_secrets(text: str, low: str) -> Iterator[tuple[Span, str | None]]:
         if m.start(1) >= 0:
             if _starts_token(text, s):
                 yield Span(*whole_token(text, s, e), "secret"), None
-        elif _is_opaque(text, s, e):
+            continue
+        s = _past_escape(text, s)
+        if e - s >= 32 and _is_opaque(text, s, e):
             yield Span(s, e, "secret"), None
         else:  # a long token that is no secret as a whole may hold a key format
             for k in KEY_FORMAT_RE.finditer(text[s:e]):
@@ -158,6 +181,8 @@ def _context(text: str, retry: bool = True, before: int | None = None
                 # from its next letter, once, in a short window (so this stays linear;
                 # a slice, since RE2's wrapper re-encodes the whole text on every call)
                 base = m.start(4) + 1
+                if text[m.start(4)] == "u" and escape_ends_at(text, m.start(4) + 5):
+                    base = m.start(4) + 5  # `\\u00e9Authorization`: past the whole escape
                 window = text[base:m.end() + 256]
                 for span, value in _context(window, retry=False, before=m.end() - base):
                     yield Span(span.start + base, span.end + base, span.cls), value
@@ -194,9 +219,9 @@ def _value(text: str, start: int, end: int) -> Iterator[tuple[Span, str | None]]
 
 
 def _is_opaque(text: str, s: int, e: int) -> bool:
-    if s > 0 and (word_before(text, s) or text[s - 1] == "-"):
+    if s > 0 and ((_glued(text[s - 1]) and not escape_ends_at(text, s)) or text[s - 1] in "-_"):
         return False
-    if e < len(text) and (text[e].isalnum() or text[e] in "_-"):
+    if e < len(text) and (_glued(text[e]) or text[e] in "_-"):
         return False
     tok = text[s:e]
     if not (any(c.isupper() for c in tok) and any(c.islower() for c in tok)):

@@ -30,28 +30,26 @@ class Span:
 
 
 def is_word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
+    """An ASCII letter, digit or underscore. Every value redaction looks for (keys, card
+    numbers, model names, tool names) is ASCII, so a CJK or accented letter next to one is a
+    boundary: `我用gpt-4o`, `密钥是sk-…` are found (they were not, when any Unicode letter
+    counted as part of the word)."""
+    return (ch.isascii() and ch.isalnum()) or ch == "_"
 
 
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def escape_ends_at(text: str, i: int) -> bool:
-    """An escape sequence (`\\n`, `\\t`, `\\r`, `\\b`, `\\f`, `\\uXXXX`, as JSON text writes
-    them) ends just before `i`: its last character is no part of the word after it."""
+    """An escape sequence's letters (`\\n`, `\\t`, `\\r`, `\\b`, `\\f`, `\\uXXXX`, as JSON
+    text writes them) end just before `i`: its last character is no part of the word after
+    it. However many backslashes precede it: a literal backslash-n (a JSON string inside a
+    JSON string renders as `\\\\n`) is a boundary too, or a key or card number after it would
+    be read as the tail of a word `n…` and kept (found by a hostile review)."""
     if i >= 2 and text[i - 1] in "nrtbf" and text[i - 2] == "\\":
-        return _unescaped(text, i - 2)
-    if i >= 6 and text[i - 6] == "\\" and text[i - 5] == "u" and _HEX.issuperset(text[i - 4:i]):
-        return _unescaped(text, i - 6)
-    return False
-
-
-def _unescaped(text: str, backslash: int) -> bool:
-    """The backslash at `backslash` starts an escape (it is not itself escaped)."""
-    j = backslash
-    while j > 0 and text[j - 1] == "\\":
-        j -= 1
-    return (backslash - j) % 2 == 0
+        return True
+    return i >= 6 and text[i - 6] == "\\" and text[i - 5] == "u" \
+        and _HEX.issuperset(text[i - 4:i])
 
 
 def word_before(text: str, i: int) -> bool:
