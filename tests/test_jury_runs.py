@@ -367,3 +367,31 @@ def test_calibrate_check_looks_for_the_jurys_record(tmp_path: Path,
     res = CliRunner().invoke(app, ["calibrate", "check", "--records", str(tmp_path / "none"),
                                    "--db", f"sqlite:///{tmp_path / 'c.db'}"])
     assert res.exit_code == 2 and "--rubric" in res.stderr
+
+
+def test_a_worker_leaves_a_run_it_cannot_grade_and_grades_the_others(
+        server: FakeProviderServer, tmp_path: Path) -> None:
+    from judge.pipeline.worker import work_loop
+
+    settings = Settings.load(environ={"OPENAI_BASE_URL": server.openai_base_url,
+                                      "OPENAI_API_KEY": "x"})
+    problems: list[str] = []
+    with open_store(f"sqlite:///{tmp_path / 'w.db'}") as store:
+        from judge.ledger import load_scenario
+        from judge.pipeline import Checker, Source
+        from judge.trace import iter_traces
+
+        loaded = load_scenario(SCEN / "refund-once")
+        items = Checker([Source(loaded, iter_traces(SCEN / "refund-once" / "pass.json", []),
+                                ["scope_fidelity"])], store).run().items
+        bad = store.save_run(config={"model": "nonsense:model"})
+        good = store.save_run(config={"model": "openai:judge-a"})
+        for run in (bad, good):
+            store.work.enqueue(run, [(it.item_id, it.rubric, False) for it in items])
+        work_loop(store, RunProviders(store, settings), settings, idle_exit_s=0.5,
+                  poll_s=0.05, on_problem=problems.append)
+        assert len(store.run_verdicts(good)) == len(items) >= 1  # graded all the same
+        assert store.run_verdicts(bad) == []
+        assert store.work.outstanding(bad) == len(items)  # queued, not held by a lease
+        assert len(store.work.claim("another", 100, run_id=bad)) == len(items)
+    assert len(problems) == 1 and problems[0].startswith(f"run {bad}: unknown model spec")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from judge.cli.common import cli_errors
+from judge.cli.common import cli_errors, warn
 from judge.cli.database import DB_HELP, open_database
 from judge.settings import Settings
 from judge.store.records import WORK_LEASE_S
@@ -33,6 +33,7 @@ def worker(
                                  database_url=database)
         with open_database(settings=settings) as store:
             stats = work_loop(store, RunProviders(store, settings), settings,
-                              run_id=run_id, idle_exit_s=idle_exit, lease_s=lease)
+                              run_id=run_id, idle_exit_s=idle_exit, lease_s=lease,
+                              on_problem=lambda text: warn(f"warning: {text}"))
     typer.echo(f"worker {worker_name()}: graded {stats.items} item(s), "
                f"{stats.provider_calls} provider call(s), {stats.cache_hits} from cache")

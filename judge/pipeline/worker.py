@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
+from judge.errors import JudgeError
 from judge.formats import Verdict, parse_item_id
 from judge.grading.engine import Grader, GradingStats, ItemGrader
 from judge.grading.jury import Jury, JuryGrader
@@ -52,16 +53,23 @@ def work_loop(store: Store, provider_for: Callable[[str], Provider], settings: S
               run_id: str | None = None, lease_s: float = DEFAULT_LEASE_S,
               idle_exit_s: float = 5.0, poll_s: float = 0.5,
               policy: RoutingPolicy | None = None, owner: str | None = None,
-              stop_when_run_done: bool = False) -> GradingStats:
+              stop_when_run_done: bool = False,
+              on_problem: Callable[[str], None] | None = None) -> GradingStats:
     """Claim, grade, store, repeat; stop after `idle_exit_s` with nothing to claim (or, with
     `stop_when_run_done`, when no work of `run_id` is left). Up to `concurrency` items are
     graded at once and about as many more are claimed ahead, so the pool never drains
     between claims. `jury_for(run_id)`: the run's jury (None: a single judge; default: the
-    `jury` of `provider_for` when it is a RunProviders)."""
+    `jury` of `provider_for` when it is a RunProviders).
+
+    A run whose judges this worker cannot build (a bad spec, a missing key, a jury that
+    needs a temperature the run did not store) gets its claimed work back at once. Serving
+    one `run_id`, that ends the loop with the error; serving every run, the run is left to
+    a worker that can grade it (`on_problem` is told, once) and the others go on."""
     if jury_for is None and isinstance(provider_for, RunProviders):
         jury_for = provider_for.jury
     worker = _Worker(store, provider_for, jury_for, settings, lease_s=lease_s,
-                     policy=policy or RoutingPolicy(), owner=owner or worker_name())
+                     policy=policy or RoutingPolicy(), owner=owner or worker_name(),
+                     on_problem=on_problem)
     return asyncio.run(worker.run(run_id, idle_exit_s, poll_s, stop_when_run_done))
 
 
@@ -69,11 +77,14 @@ class _Worker:
     def __init__(self, store: Store, provider_for: Callable[[str], Provider],
                  jury_for: Callable[[str], Jury | None] | None,
                  settings: Settings, *, lease_s: float, policy: RoutingPolicy,
-                 owner: str) -> None:
+                 owner: str, on_problem: Callable[[str], None] | None = None) -> None:
         self.store, self.settings, self.owner = store, settings, owner
         self.provider_for = provider_for
         self.jury_for = jury_for
         self.juries: dict[str, Jury | None] = {}
+        self.on_problem = on_problem
+        self.unusable: dict[str, str] = {}  # run id -> why this worker cannot grade it
+        self.only_run: str | None = None
         # provider requests in flight, across runs: a jury asks several per item
         self.gate = asyncio.Semaphore(settings.concurrency)
         self.lease_s = lease_s
@@ -122,12 +133,23 @@ class _Worker:
         return self.graders[key]
 
     def _take(self, pool: GradingPool, claimed: list[WorkItem]) -> None:
-        try:  # a run this worker cannot grade (a bad spec, a missing key): give it all back
-            for key in dict.fromkeys((w.run_id, w.rubric) for w in claimed):
-                self._grader(*key)
-        except BaseException:
-            self.store.work.release(claimed, self.owner)
-            raise
+        for run_id, rubric in dict.fromkeys((w.run_id, w.rubric) for w in claimed):
+            if run_id in self.unusable:
+                continue
+            try:  # a run this worker cannot grade (a bad spec, a missing key): give it back
+                self._grader(run_id, rubric)
+            except JudgeError as exc:
+                if self.only_run is not None:  # serving that run alone: nothing to do
+                    self.store.work.release(claimed, self.owner)
+                    raise
+                self._unusable(run_id, exc)
+            except BaseException:
+                self.store.work.release(claimed, self.owner)
+                raise
+        if self.unusable:
+            back = [w for w in claimed if w.run_id in self.unusable]
+            self.store.work.release(back, self.owner)
+            claimed = [w for w in claimed if w.run_id not in self.unusable]
         data = self.store.get_items(w.item_id for w in claimed)
         finished = []
         for w in claimed:
@@ -143,8 +165,16 @@ class _Worker:
             pool.put(Job(w.run_id, it, self._grader(w.run_id, w.rubric)))
         self.store.work.complete(finished)
 
+    def _unusable(self, run_id: str, exc: JudgeError) -> None:
+        """Leave `run_id` to other workers, and say so once."""
+        self.unusable[run_id] = exc.message
+        if self.on_problem is not None:
+            self.on_problem(f"run {run_id}: {exc.message}; left for a worker that can grade "
+                            f"it")
+
     async def run(self, run_id: str | None, idle_exit_s: float, poll_s: float,
                   stop_when_run_done: bool) -> GradingStats:
+        self.only_run = run_id
         concurrency = self.settings.concurrency
         pool = GradingPool(concurrency, self._on_verdict)
         grading = asyncio.create_task(pool.run())
@@ -153,8 +183,9 @@ class _Worker:
         try:
             while not grading.done():
                 want = ahead - pool.pending
-                claimed = self.store.work.claim(self.owner, want, run_id=run_id,
-                                                lease_s=self.lease_s) if want > 0 else []
+                claimed = self.store.work.claim(
+                    self.owner, want, run_id=run_id, lease_s=self.lease_s,
+                    exclude=tuple(self.unusable)) if want > 0 else []
                 if claimed:
                     idle_since = None
                     self._take(pool, claimed)

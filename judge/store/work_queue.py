@@ -58,9 +58,19 @@ class WorkQueue:
         return len(rows)
 
     def claim(self, owner: str, n: int, *, run_id: str | None = None,
-              lease_s: float = DEFAULT_LEASE_S) -> list[WorkItem]:
-        """Lease up to `n` queued rows (or rows whose lease expired) to `owner`."""
-        where, params = ("q.run_id = :run", {"run": run_id}) if run_id is not None else ("", {})
+              lease_s: float = DEFAULT_LEASE_S, exclude: Sequence[str] = ()) -> list[WorkItem]:
+        """Lease up to `n` queued rows (or rows whose lease expired) to `owner`; only
+        `run_id`'s when given, never those of the runs in `exclude`."""
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
+        if run_id is not None:
+            clauses.append("q.run_id = :run")
+            params["run"] = run_id
+        if exclude:
+            names = [f":ex{i}" for i in range(len(exclude))]
+            clauses.append(f"q.run_id NOT IN ({', '.join(names)})")
+            params.update({f"ex{i}": r for i, r in enumerate(exclude)})
+        where = " AND ".join(clauses)
         rows = self._leases.claim(owner, lease_s=lease_s, n=n, where=where, params=params,
                                   returning=[W.c.run_id, W.c.item_id, W.c.rubric, W.c.vetoed])
         return [WorkItem(r["run_id"], r["item_id"], r["rubric"], bool(r["vetoed"]))
