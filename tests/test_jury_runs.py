@@ -395,3 +395,44 @@ def test_a_worker_leaves_a_run_it_cannot_grade_and_grades_the_others(
         assert store.work.outstanding(bad) == len(items)  # queued, not held by a lease
         assert len(store.work.claim("another", 100, run_id=bad)) == len(items)
     assert len(problems) == 1 and problems[0].startswith(f"run {bad}: unknown model spec")
+
+
+def test_a_jurys_batches_are_all_submitted_before_any_is_waited_on(suite: Path) -> None:
+    """Real batches take hours: a jury's seats wait side by side. The server here keeps
+    every batch in progress; the run must have stored both seats' batch ids meanwhile."""
+    import subprocess
+    import sys
+    import time
+
+    with FakeProviderServer(batch_polls=10**6) as srv:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "judge.cli.main", "run", str(suite), "--jury", JURY,
+             "--batch", "--batch-poll", "0.05", "--base-url", srv.openai_base_url,
+             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            batches: dict[str, str] = {}
+            while time.monotonic() < deadline and len(batches) < 2:
+                time.sleep(0.2)
+                if Path("judge.db").exists():
+                    with open_store("sqlite:///judge.db") as store:
+                        runs = store.list_runs()
+                        if runs:
+                            config = (store.get_run(runs[0]["run_id"]) or {})["config"]
+                            batches = dict(config.get("batches") or {})
+            assert proc.poll() is None  # still waiting on the batches
+            assert sorted(batches) == ["scope_fidelity:openai:judge-a",
+                                       "scope_fidelity:openai:judge-b"]
+        finally:
+            proc.kill()
+            proc.communicate()
+
+
+def test_batch_does_not_ask_a_batch_api_of_a_judge_that_grades_nothing(
+        server: FakeProviderServer, suite: Path) -> None:
+    # the jury grades every rubric: the heuristic single judge is never batched
+    code, out, err = run_cli(suite, "--model", "heuristic", "--jury", JURY, "--batch",
+                             "--batch-poll", "0", "--base-url", server.openai_base_url,
+                             "--format", "json", "--no-progress")
+    assert code in (0, 1), err
+    assert json.loads(out)["judge"]["jury"]["splits"] >= 1 and server.count("chat") == 0

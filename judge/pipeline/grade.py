@@ -324,6 +324,7 @@ class _Pipeline:
             self.hooks.on_all_checked(len(items))
         counts: dict[str, int] = {}
         params = self.settings.model_params()
+        batches = []
         for rubric in dict.fromkeys(it.rubric for it in pending):
             mine = [it for it in pending if it.rubric == rubric]
             # one batch per seat of a jury (its provider, its sample's params), else one
@@ -331,14 +332,16 @@ class _Pipeline:
                      for j in self.jury.spec.jurors()] \
                 if self.jury is not None and self.jury.spec.applies(rubric) \
                 else [(self.provider, params, rubric)]
-            for provider, seat_params, key in seats:
-                got = await prefill_by_batch(
-                    self.store, self.run_id, rubric, self.prompts[rubric], mine, provider,
-                    seat_params, redaction=self.settings.redaction(),
-                    poll_base_delay=self.options.batch_poll_s, on_status=self.hooks.on_status,
-                    batch_key=key)
-                for k, n in got.items():
-                    counts[k] = counts.get(k, 0) + n
+            batches += [prefill_by_batch(
+                self.store, self.run_id, rubric, self.prompts[rubric], mine, provider,
+                seat_params, redaction=self.settings.redaction(),
+                poll_base_delay=self.options.batch_poll_s, on_status=self.hooks.on_status,
+                batch_key=key) for provider, seat_params, key in seats]
+        # every batch is submitted before any is waited on: a batch can take hours, and a
+        # jury's seats (and the rubrics) then wait side by side, not one after another
+        for got in await asyncio.gather(*batches):
+            for k, n in got.items():
+                counts[k] = counts.get(k, 0) + n
         self._submit(pool, sink, items, requests, limiter)
         return counts
 

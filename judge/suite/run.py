@@ -137,7 +137,10 @@ def run_suite(plan: Plan, store: Store, settings: Settings, opts: RunOptions, mo
     if opts.batch:  # every judge that will be batched has a batch API, before a run starts
         from judge.providers.batch import batch_client
 
-        for p in [provider, *(jury.providers.values() if jury is not None else ())]:
+        rubrics = {r for ps in plan.scenarios for r in ps.rubrics}
+        single = jury is None or not all(jury.spec.applies(r) for r in rubrics)
+        for p in [*([provider] if single else []),
+                  *(jury.providers.values() if jury is not None else ())]:
             batch_client(p)
     run_id = store.save_run(opts.resume, suite=plan.suite_name, config={
         "manifest": str(plan.manifest_path.resolve()), "suite": plan.suite_name,
