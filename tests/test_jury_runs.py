@@ -263,9 +263,10 @@ def test_a_resume_asks_with_the_runs_temperature_not_the_default(
     again = server.generations()[sent:]
     assert len(again) == 3  # the forgotten item's three samples, asked as the run began
     assert all(r.body["temperature"] == 0.7 for r in again)
-    code, _, err = run_cli("--resume", run_id, "--temperature", "0.2", "--base-url",
-                           server.openai_base_url, "--no-progress")
-    assert code == 2 and "graded with temperature 0.7" in err
+    for other in ("0.2", "0"):  # 0 is also the default: an explicit 0 is still refused
+        code, _, err = run_cli("--resume", run_id, "--temperature", other, "--base-url",
+                               server.openai_base_url, "--no-progress")
+        assert code == 2 and "temperature 0.7" in err, err
 
 
 def test_a_single_judge_run_cannot_be_resumed_with_a_jury(

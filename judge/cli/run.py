@@ -131,6 +131,11 @@ def run(
                 suite = suite or before.suite
                 allow_outside = allow_outside or before.allow_outside
                 model = model or before.model
+                was = (before.params or {}).get("temperature")
+                if temperature is not None and was is not None and temperature != was:
+                    # an explicit --temperature 0 equals the default: say so, not ignore it
+                    die(f"run {resume} was graded at temperature {was}; resume it at the same "
+                        f"temperature (or without --temperature)")
             if suite_file is None:
                 die("give a suite manifest (SUITE_FILE) or --resume RUN_ID")
             from judge.providers.registry import default_model_spec

@@ -87,6 +87,7 @@ class Resumed:
     suite: str | None
     model: str | None
     allow_outside: bool = False
+    params: dict[str, Any] | None = None  # the generation parameters it was graded with
 
 
 def resumed(store: Store, run_id: str) -> Resumed:
@@ -96,8 +97,10 @@ def resumed(store: Store, run_id: str) -> Resumed:
         raise InputError(f"no run '{run_id}' in {store.where}")
     config = stored.get("config") or {}
     manifest = config.get("manifest")
+    params = config.get("params")
     return Resumed(Path(manifest) if manifest else None, config.get("suite"),
-                   config.get("model"), bool(config.get("allow_outside", False)))
+                   config.get("model"), bool(config.get("allow_outside", False)),
+                   dict(params) if isinstance(params, dict) else None)
 
 
 def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
