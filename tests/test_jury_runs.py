@@ -364,10 +364,19 @@ def test_calibrate_check_looks_for_the_jurys_record(tmp_path: Path,
     assert res.exit_code == 1, res.stderr  # no record anywhere: every rubric is stale
     assert "scope_fidelity: no calibration for prompt v3" in res.stdout
     assert all(line.endswith(f"with model {NAME}") for line in res.stdout.splitlines())
+    # a jury of some rubrics: each rubric is checked against the model that grades it
     monkeypatch.setenv("JUDGE_JURY_RUBRICS", "scope_fidelity")
     res = CliRunner().invoke(app, ["calibrate", "check", "--records", str(tmp_path / "none"),
                                    "--db", f"sqlite:///{tmp_path / 'c.db'}"])
-    assert res.exit_code == 2 and "--rubric" in res.stderr
+    assert res.exit_code == 1, res.stderr
+    lines = res.stdout.splitlines()
+    assert next(x for x in lines if x.startswith("stale: scope_fidelity")).endswith(NAME)
+    assert next(x for x in lines if x.startswith("stale: summary_fidelity")).endswith(
+        "with model heuristic")
+    monkeypatch.setenv("JUDGE_JURY_RUBRICS", "scope_fidelty")  # a typo is refused
+    res = CliRunner().invoke(app, ["calibrate", "check", "--records", str(tmp_path / "none"),
+                                   "--db", f"sqlite:///{tmp_path / 'c.db'}"])
+    assert res.exit_code == 2 and "'scope_fidelty' has no prompt" in res.stderr
 
 
 def test_a_worker_leaves_a_run_it_cannot_grade_and_grades_the_others(

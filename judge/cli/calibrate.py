@@ -240,36 +240,51 @@ def check(
         from judge.settings import Settings
 
         settings = Settings.load(model=model, database_url=db)
-        spec = _checked_model(settings, settings.model or default_model_spec(settings), rubric)
-        status = check_calibration(
-            spec, records_dir(records),
-            labels=labels, database_url=settings.database_url, rubric=rubric,
-            grow_share=grow_share)
-    if status.stale:
-        for reason in status.stale:
+        single = settings.model or default_model_spec(settings)
+        by_model = _checked_models(settings, single, rubric)
+        stale: list[str] = []
+        current: dict[str, int] = {}
+        for spec, rubrics in by_model.items():
+            for r in rubrics:
+                status = check_calibration(
+                    spec, records_dir(records), labels=labels,
+                    database_url=settings.database_url, rubric=r, grow_share=grow_share)
+                stale.extend(status.stale)
+                current[spec] = current.get(spec, 0) + len(status.current)
+    if stale:
+        for reason in stale:
             echo(f"stale: {field(reason)}")
         raise typer.Exit(1)
-    echo(f"calibration current for {len(status.current)} rubric(s) with model "
-         f"{field(status.model)}")
+    echo("calibration current for " + "; ".join(
+        f"{n} rubric(s) with model {field(spec)}" for spec, n in current.items()))
 
 
-def _checked_model(settings: Any, model: str, rubric: str | None) -> str:
-    """The model whose records `check` looks for: the jury's name when the settings grade
-    with a jury (of every rubric, or of the one asked for), else `model`."""
+def _checked_models(settings: Any, model: str, rubric: str | None
+                    ) -> dict[str, list[str | None]]:
+    """Which records `check` looks for: model name → the rubrics graded by it (None: every
+    rubric). A jury's name for the rubrics the settings' jury grades, `model` for the rest;
+    a jury rubric with no prompt is refused, as grading refuses it."""
     from judge.errors import ConfigError
     from judge.grading.jury import is_jury, jury_from_settings, parse_jury
+    from judge.prompts.files import known_rubrics
 
     if is_jury(model):
-        return parse_jury(model).name
+        return {parse_jury(model).name: [rubric]}
     spec = jury_from_settings(settings, model)
     if spec is None:
-        return model
-    if spec.rubrics and (rubric is None or not spec.applies(rubric)):
-        if rubric is None:
-            raise ConfigError("the jury grades only some rubrics (jury_rubrics): check them "
-                              "one at a time with --rubric")
-        return model
-    return spec.name
+        return {model: [rubric]}
+    if not spec.rubrics:
+        return {spec.name: [rubric]}
+    known = known_rubrics()
+    unknown = sorted(spec.rubrics - set(known))
+    if unknown:
+        raise ConfigError(f"jury rubric {unknown[0]!r} has no prompt (rubrics: "
+                          f"{', '.join(known)}); check JUDGE_JURY_RUBRICS / jury_rubrics")
+    asked = [rubric] if rubric is not None else known
+    out: dict[str, list[str | None]] = {}
+    for r in asked:
+        out.setdefault(spec.name if spec.applies(r) else model, []).append(r)
+    return out
 
 
 @app.command("compare")
