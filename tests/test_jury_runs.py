@@ -446,3 +446,34 @@ def test_batch_does_not_ask_a_batch_api_of_a_judge_that_grades_nothing(
                              "--format", "json", "--no-progress")
     assert code in (0, 1), err
     assert json.loads(out)["judge"]["jury"]["splits"] >= 1 and server.count("chat") == 0
+
+
+def test_a_resumed_batch_the_provider_lost_is_submitted_again(
+        server: FakeProviderServer, tmp_path: Path) -> None:
+    """A stored batch id the provider answers 404 for (expired, deleted) used to make the
+    run unresumable: every resume failed polling it."""
+    import asyncio
+
+    from judge.ledger import load_scenario
+    from judge.pipeline import Checker, Source
+    from judge.pipeline.batch import prefill_by_batch
+    from judge.prompts import load_prompt
+    from judge.providers.registry import make_provider
+    from judge.trace import iter_traces
+
+    settings = Settings.load(environ={"OPENAI_BASE_URL": server.openai_base_url,
+                                      "OPENAI_API_KEY": "x"})
+    with open_store(f"sqlite:///{tmp_path / 'b.db'}") as store:
+        loaded = load_scenario(SCEN / "refund-once")
+        items = Checker([Source(loaded, iter_traces(SCEN / "refund-once" / "pass.json", []),
+                                ["scope_fidelity"])], store).run().items
+        run_id = store.save_run(config={"model": "openai:judge-a"})
+        store.save_batch_id(run_id, "scope_fidelity", "batch_that_was_never_there")
+        provider = make_provider("openai:judge-a", settings)
+        seen: list[str] = []
+        got = asyncio.run(prefill_by_batch(
+            store, run_id, "scope_fidelity", load_prompt("scope_fidelity"), items, provider,
+            settings.model_params(), poll_base_delay=0, on_status=seen.append))
+        assert got == {"submitted": len(items), "succeeded": len(items), "failed": 0}
+        assert any("is gone at the provider (HTTP 404)" in s for s in seen)
+        assert store.batch_ids(run_id)["scope_fidelity"] != "batch_that_was_never_there"

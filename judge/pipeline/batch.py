@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from judge.grading.keys import KeyMaker, endpoint_of
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, render
-from judge.providers.base import CallRecord, JudgeRequest, ModelParams, Provider
+from judge.providers.base import CallRecord, JudgeRequest, ModelParams, Provider, ProviderFailure
 from judge.providers.batch import batch_client
 
 if TYPE_CHECKING:
@@ -53,15 +53,29 @@ async def prefill_by_batch(store: Store, run_id: str, rubric: str, prompt: Promp
         if on_status is not None:
             on_status(text)
 
-    batch_id = store.batch_ids(run_id).get(key_on_run)
-    if batch_id is None:
-        batch_id = await client.submit(list(requests.values()),
-                                       metadata={"run_id": run_id, "rubric": rubric})
-        store.save_batch_id(run_id, key_on_run, batch_id)
+    async def submit() -> str:
+        new = await client.submit(list(requests.values()),
+                                  metadata={"run_id": run_id, "rubric": rubric})
+        store.save_batch_id(run_id, key_on_run, new)
         counts["submitted"] = len(requests)
+        return new
+
+    stored = store.batch_ids(run_id).get(key_on_run)
+    batch_id = stored or await submit()
     status(f"batch {batch_id}: waiting")
-    await client.wait(batch_id, base_delay=poll_base_delay,
-                      on_poll=lambda s: status(f"batch {batch_id}: {s.state}"))
+    try:
+        await client.wait(batch_id, base_delay=poll_base_delay,
+                          on_poll=lambda s: status(f"batch {batch_id}: {s.state}"))
+    except ProviderFailure as exc:
+        # a resumed run's batch the provider no longer knows (expired, deleted): without
+        # this the run could never be resumed; what is still uncached is asked again
+        if stored is None or exc.status not in (404, 410):
+            raise
+        status(f"batch {batch_id} is gone at the provider (HTTP {exc.status}); "
+               f"submitting its {len(requests)} uncached request(s) again")
+        batch_id = await submit()
+        await client.wait(batch_id, base_delay=poll_base_delay,
+                          on_poll=lambda s: status(f"batch {batch_id}: {s.state}"))
     results = await client.collect(batch_id, list(requests))
     records = []
     for item_id, res in results.items():
