@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
-from judge.cli.common import cli_errors, die, jury_list, warn
+from judge.cli.common import (
+    JURY_OPTION,
+    SAMPLES_OPTION,
+    TEMPERATURE_OPTION,
+    cli_errors,
+    die,
+    jury_list,
+    warn,
+)
 from judge.cli.console import echo, field
 from judge.safe_text import json_safe
 
@@ -140,12 +148,9 @@ def fit(
     model: str | None = typer.Option(None, "--model", help="judge model spec (default: "
                                      "settings, else the default model)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
-    jury: list[str] = typer.Option([], "--jury", help="a jury of these models (repeatable "
-                                   "or comma-separated), as `judge run --jury`"),
-    samples: int | None = typer.Option(None, "--samples", min=1, max=32,
-                                       help="ask each juror this many times (self-consistency)"),
-    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0,
-                                             help="sampling temperature (default 0)"),
+    jury: list[str] = JURY_OPTION,
+    samples: int | None = SAMPLES_OPTION,
+    temperature: float | None = TEMPERATURE_OPTION,
     db: str | None = _DB,
     target: float = _TARGET,
     fmt: OutputFormat = _FORMAT,

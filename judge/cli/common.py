@@ -174,3 +174,15 @@ def jury_list(values: list[str]) -> tuple[str, ...] | None:
     """`--jury a --jury b` or `--jury a,b` → ("a", "b"); None when not given."""
     out = tuple(p.strip() for v in values for p in v.split(",") if p.strip())
     return out or None
+
+
+# The jury options of every command that grades (grade, run, calibrate fit, probe): one
+# definition, so their names, bounds and help cannot drift apart.
+JURY_OPTION = typer.Option(
+    [], "--jury", help="grade with a jury of these models (repeatable or comma-separated); "
+    "a split jury goes to review")
+SAMPLES_OPTION = typer.Option(
+    None, "--samples", min=1, max=32, help="ask each juror (no --jury: the model) this many "
+    "times: self-consistency; needs --temperature above 0")
+TEMPERATURE_OPTION = typer.Option(
+    None, "--temperature", min=0.0, max=2.0, help="sampling temperature (default 0)")

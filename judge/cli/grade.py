@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from judge.cli.common import cli_errors, die, jury_list, load_valid_scenario, warn
+from judge.cli.common import (
+    JURY_OPTION,
+    SAMPLES_OPTION,
+    TEMPERATURE_OPTION,
+    cli_errors,
+    die,
+    jury_list,
+    load_valid_scenario,
+    warn,
+)
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP
 from judge.errors import ConfigError, InputError
@@ -49,14 +58,9 @@ def grade(
     model: str | None = typer.Option(
         None, "--model", "-m", help="openai:<model>, anthropic:<model>, heuristic, scripted, "
         "or a jury: 'jury\\[vote_share]:<model>+<model>\\[*k]'."),
-    jury: list[str] = typer.Option(
-        [], "--jury", help="Grade each item with a jury of these models (repeatable or "
-        "comma-separated); a split jury goes to review."),
-    samples: int | None = typer.Option(
-        None, "--samples", min=1, max=32, help="Ask each juror (no --jury: the model) this "
-        "many times: self-consistency; needs --temperature above 0."),
-    temperature: float | None = typer.Option(
-        None, "--temperature", min=0.0, max=2.0, help="Sampling temperature (default 0)."),
+    jury: list[str] = JURY_OPTION,
+    samples: int | None = SAMPLES_OPTION,
+    temperature: float | None = TEMPERATURE_OPTION,
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, help="Requests in flight."),

@@ -21,7 +21,15 @@ from typing import Any
 
 import typer
 
-from judge.cli.common import cli_errors, die, jury_list, warn
+from judge.cli.common import (
+    JURY_OPTION,
+    SAMPLES_OPTION,
+    TEMPERATURE_OPTION,
+    cli_errors,
+    die,
+    jury_list,
+    warn,
+)
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
 from judge.errors import InputError
@@ -73,14 +81,9 @@ def run(
     model: str | None = typer.Option(None, "--model", help="judge model spec, e.g. "
                                      "openai:gpt-4.1-mini, anthropic:…, heuristic, or a "
                                      "jury: 'jury\\[vote_share]:<model>+<model>\\[*k]'"),
-    jury: list[str] = typer.Option([], "--jury", help="grade with a jury of these models "
-                                   "(repeatable or comma-separated); a split jury goes to "
-                                   "review"),
-    samples: int | None = typer.Option(None, "--samples", min=1, max=32,
-                                       help="ask each juror (no --jury: the model) this many "
-                                            "times; needs --temperature above 0"),
-    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0,
-                                             help="sampling temperature (default 0)"),
+    jury: list[str] = JURY_OPTION,
+    samples: int | None = SAMPLES_OPTION,
+    temperature: float | None = TEMPERATURE_OPTION,
     base_url: str | None = typer.Option(None, "--base-url",
                                         help="OpenAI-compatible server (vLLM, Ollama, …)"),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
