@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -228,9 +229,11 @@ def combine(item_id: str, prompt: Prompt, spec: JurySpec, jurors: Sequence[Juror
     quorum = seats // 2 + 1
     if len(votes) < quorum:
         record.update(vote_share=None, split=False)
-        first = next((v.reason for v in verdicts if v.reason), None)
+        reasons = Counter(v.reason for v in verdicts if v.reason)
+        # the most common reason (then the first in sorted order): not the first seat's
+        common = min(reasons.items(), key=lambda rc: (-rc[1], rc[0]))[0] if reasons else None
         why = f"jury: {len(votes)} of {seats} jurors gave a valid verdict (a majority is " \
-              f"{quorum})" + (f"; first reason: {first}" if first else "")
+              f"{quorum})" + (f"; most common reason: {common}" if common else "")
         return Verdict(item_id=item_id, label="unscored", reason=why, **stamp,
                        metadata={"jury": record})
     label = "fail" if len(fails) >= passes else "pass"
@@ -238,14 +241,13 @@ def combine(item_id: str, prompt: Prompt, spec: JurySpec, jurors: Sequence[Juror
     share = len(winners) / len(votes)
     if spec.confidence == "vote_share":
         confidence = share
-    else:
-        confidence = sum(_p_label(v, label) for _, v in votes) / len(votes)
+    else:  # fsum is correctly rounded whatever the order: the seats' order cannot move it
+        confidence = math.fsum(_p_label(v, label) for _, v in votes) / len(votes)
     # a tie always splits; so does a `mean` jury whose jurors' confidence leans the other way
     # (the votes and the probabilities disagree: a person decides)
     split = share < spec.min_share or 2 * len(winners) == len(votes) or confidence < 0.5
     record.update(vote_share=round(share, 6), split=split)
-    voice = _voice(winners) if label == "fail" else max(
-        winners, key=lambda jv: jv[1].confidence or 0.0)
+    voice = _voice(winners) if label == "fail" else min(winners, key=_standing)
     rationale = f"jury {len(winners)} of {len(votes)} {label}" + (
         f": {voice[1].rationale}" if voice[1].rationale else "")
     return Verdict(item_id=item_id, label=label,
@@ -261,13 +263,22 @@ def _p_label(v: Verdict, label: str) -> float:
     return c if v.label == label else 1.0 - c
 
 
+def _standing(jv: tuple[Juror, Verdict]) -> tuple[float, bool, int, bool, str, str]:
+    """Which of several voters speaks for the jury (the least standing wins): the most
+    confident, then a fixed order of what they said (evidence, key, rationale), never their
+    seat, so the jury's verdict is a function of the votes alone, not of the seats' order."""
+    v = jv[1]
+    return (-(v.confidence or 0.0), v.evidence_event is None, v.evidence_event or 0,
+            v.violated_key is None, v.violated_key or "", v.rationale or "")
+
+
 def _voice(fails: list[tuple[Juror, Verdict]]) -> tuple[Juror, Verdict]:
     """The fail voter who speaks for the jury: one naming the (key, evidence) most fail
-    voters named; among those the most confident, then the first seat."""
+    voters named; among those the most confident, then by what they said (`_standing`)."""
     named = Counter((v.violated_key, v.evidence_event) for _, v in fails)
     best = max(named.values())
-    return max((jv for jv in fails if named[(jv[1].violated_key, jv[1].evidence_event)] == best),
-               key=lambda jv: (jv[1].confidence or 0.0, -fails.index(jv)))
+    return min((jv for jv in fails if named[(jv[1].violated_key, jv[1].evidence_event)] == best),
+               key=_standing)
 
 
 def _juror_record(j: Juror, v: Verdict) -> dict[str, Any]:
