@@ -69,17 +69,19 @@ _LIST_FIELDS = frozenset({"identity_patterns", "jury", "jury_rubrics"})
 class Settings(BaseModel):
     """Resolved settings. Build with `Settings.load(**cli_overrides)`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: a NaN or infinite timeout, rate or share is refused by name
+    # ("should be a finite number"), not let through to every comparison it would defeat
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str | None = None
     #: base URL for the chosen network provider (JUDGE_BASE_URL, config, --base-url)
     base_url: str | None = None
     #: OPENAI_BASE_URL: applies to openai:<model> only (OpenAI-compatible servers)
     openai_base_url: str | None = None
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, le=86_400)
     retries: int = Field(default=4, ge=0, le=100)
     concurrency: int = Field(default=16, ge=1, le=10_000)
-    rpm: float | None = Field(default=None, gt=0)
+    rpm: float | None = Field(default=None, gt=0, le=1e9)
     seed: int | None = 0
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=1024, ge=1)

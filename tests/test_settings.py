@@ -93,3 +93,23 @@ def test_settings_build_what_rendering_takes() -> None:
 
     s = Settings.load(environ={"JUDGE_IDENTITY_PATTERNS": "acme-bot, gpt-4o\\S*"})
     assert s.redaction() == Redaction(identity_patterns=("acme-bot", "gpt-4o\\S*"))
+
+
+@pytest.mark.parametrize("var", ["JUDGE_TIMEOUT", "JUDGE_RPM", "JUDGE_TEMPERATURE",
+                                 "JUDGE_LABEL_CLOCK_SKEW_S", "JUDGE_JURY_MIN_SHARE"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_a_float_setting_is_finite_in_the_environment(tmp_path: Path, var: str,
+                                                      value: str) -> None:
+    """Issue 21: NaN passed `le=2` checks as "should be ≤ 2", and an infinite timeout or
+    rate reached the providers; every float setting is refused by name as not finite."""
+    with pytest.raises(ConfigError, match=rf"environment variable {var}: .*finite number"):
+        Settings.load(environ={var: value}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("field", ["timeout", "rpm", "temperature", "jury_min_share"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_float_setting_is_finite_in_the_config_file(tmp_path: Path, field: str,
+                                                      value: str) -> None:
+    (tmp_path / "judge.toml").write_text(f"[judge]\n{field} = {value}\n")  # TOML has nan, inf
+    with pytest.raises(ConfigError, match=rf"judge.toml: \[judge\] field '{field}': .*finite"):
+        Settings.load(environ={}, cwd=tmp_path)

@@ -43,6 +43,7 @@ from judge.cli.common import (
     warn,
 )
 from judge.cli.console import echo, field
+from judge.cli.numbers import float_option
 from judge.safe_text import json_safe
 
 if TYPE_CHECKING:
@@ -130,7 +131,8 @@ app = typer.Typer(
 )
 
 # -- options shared by several subcommands ------------------------------------------------
-_TARGET = typer.Option(0.95, "--target", help="agreement auto-accepted verdicts need")
+_TARGET = float_option(0.95, "--target", lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                       help="agreement auto-accepted verdicts need")
 _FORMAT = typer.Option(OutputFormat.json, "--format", help="json or text")
 _SEED = typer.Option(0, "--seed", help="cross-validation folds seed")
 _MIN_PER_CLASS = typer.Option(None, "--min-per-class", hidden=True)
@@ -234,8 +236,9 @@ def check(
     model: str | None = typer.Option(None, "--model", help="judge model spec (default: "
                                      "settings, else the default model)"),
     db: str | None = _DB,
-    grow_share: float = typer.Option(
-        0.2, "--grow-share", help="stale when labels grew by more than this share"),
+    grow_share: float = float_option(
+        0.2, "--grow-share", lo=0.0, hi=1e6,
+        help="stale when labels grew by more than this share"),
 ) -> None:
     """Exit 1 listing rubrics whose current prompt and model lack a current record."""
     with cli_errors():

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import typer
 
 from judge.cli.lazy import ClosedStdout
+from judge.cli.numbers import float_option
 from judge.errors import InputErrors, JudgeError
 
 if TYPE_CHECKING:
@@ -184,5 +185,5 @@ JURY_OPTION = typer.Option(
 SAMPLES_OPTION = typer.Option(
     None, "--samples", min=1, max=32, help="ask each juror (no --jury: the model) this many "
     "times: self-consistency; needs --temperature above 0")
-TEMPERATURE_OPTION = typer.Option(
-    None, "--temperature", min=0.0, max=2.0, help="sampling temperature (default 0)")
+TEMPERATURE_OPTION = float_option(
+    None, "--temperature", lo=0.0, hi=2.0, help="sampling temperature (default 0)")

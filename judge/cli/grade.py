@@ -28,6 +28,7 @@ from judge.cli.common import (
 )
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP
+from judge.cli.numbers import float_option
 from judge.errors import ConfigError, InputError
 from judge.formats import Verdict
 from judge.outputs import check_output, is_stdout, write_output
@@ -64,7 +65,8 @@ def grade(
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, help="Requests in flight."),
-    rpm: float | None = typer.Option(None, "--rpm", min=0.001, help="Requests per minute limit."),
+    rpm: float | None = float_option(None, "--rpm", lo=0.0, hi=1e9, lo_open=True,
+                                     help="Requests per minute limit."),
     retries: int | None = typer.Option(None, "--retries", min=0, help="Retries per call."),
     replay_only: bool = typer.Option(
         False, "--replay-only", help="Never call a provider; uncached items end unscored."),

@@ -25,6 +25,7 @@ from rich.text import Text
 from judge.cli.common import cli_errors, die
 from judge.cli.console import console, echo, field, styled, text
 from judge.cli.database import DB_HELP, open_database
+from judge.cli.numbers import A_WEEK_S, float_option
 from judge.cli.review import annotator_name
 from judge.errors import InputError, JudgeError
 from judge.formats import HumanLabel, Verdict, parse_item_id
@@ -48,7 +49,8 @@ def label(
     show_judge: bool = typer.Option(False, "--show-judge",
                                     help="reveal the judge's verdict (hidden by default)"),
     rubric: str | None = typer.Option(None, "--rubric", help="only items of this rubric"),
-    lease: float = typer.Option(REVIEW_LEASE_S, "--lease", help="claim lease in seconds"),
+    lease: float = float_option(REVIEW_LEASE_S, "--lease", lo=1.0, hi=A_WEEK_S,
+                                help="claim lease in seconds"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Label review items: interactively from the queue, or one item with --item/--label."""

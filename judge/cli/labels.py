@@ -23,6 +23,7 @@ import typer
 from judge.cli.common import cli_errors, die, one_line
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
+from judge.cli.numbers import A_WEEK_S, float_option
 from judge.labels.files import write_labels
 from judge.outputs import check_output, is_stdout
 
@@ -54,9 +55,10 @@ def export(
 def import_(
     path: Path = typer.Argument(..., help="labels file (JSONL, formats §4), or span "
                                           "annotations with --traces"),
-    clock_skew: float | None = typer.Option(
-        None, "--clock-skew", help="seconds a created_at may lie ahead of this machine's "
-        "clock (default JUDGE_LABEL_CLOCK_SKEW_S or 300)"),
+    clock_skew: float | None = float_option(
+        None, "--clock-skew", lo=0.0, hi=A_WEEK_S,
+        help="seconds a created_at may lie ahead of this machine's clock (default "
+        "JUDGE_LABEL_CLOCK_SKEW_S or 300)"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     traces: list[Path] = typer.Option([], "--traces", help="span annotations: the traces "
                                       "imported from those spans (repeatable)"),
@@ -124,11 +126,11 @@ class PlanFormat(StrEnum):
 @app.command("plan")
 def plan(
     rubric: str = typer.Option(..., "--rubric", help="the rubric to plan labels for"),
-    target_width: float = typer.Option(..., "--target-width", min=0.001, max=1.0,
+    target_width: float = float_option(..., "--target-width", lo=0.001, hi=1.0,
                                        help="widest agreement interval wanted (e.g. 0.1)"),
     version: str | None = typer.Option(None, "--version", help="prompt version of the "
                                        "verdicts (default: the most common stored)"),
-    confidence: float = typer.Option(0.95, "--confidence", min=0.5, max=0.999,
+    confidence: float = float_option(0.95, "--confidence", lo=0.5, hi=0.999,
                                      help="interval confidence level"),
     fmt: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json"),
     limit: int | None = typer.Option(None, "--limit", min=0,

@@ -19,6 +19,7 @@ from rich.table import Table
 from judge.cli.common import cli_errors, die
 from judge.cli.console import console, echo, field
 from judge.cli.database import DB_HELP, open_database
+from judge.cli.numbers import A_WEEK_S, float_option
 from judge.store.records import REVIEW_LEASE_S
 
 if TYPE_CHECKING:
@@ -123,7 +124,8 @@ def stats(
 @app.command("next")
 def next_(
     annotator: str | None = typer.Option(None, "--annotator", help="default JUDGE_ANNOTATOR"),
-    lease: float = typer.Option(REVIEW_LEASE_S, "--lease", help="claim lease in seconds"),
+    lease: float = float_option(REVIEW_LEASE_S, "--lease", lo=1.0, hi=A_WEEK_S,
+                                help="claim lease in seconds"),
     rubric: str | None = typer.Option(None, "--rubric"),
     fmt: Fmt = typer.Option(Fmt.text, "--format"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),

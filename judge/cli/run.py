@@ -32,6 +32,7 @@ from judge.cli.common import (
 )
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
+from judge.cli.numbers import A_WEEK_S, float_option
 from judge.errors import InputError
 from judge.outputs import check_output, is_stdout, write_output
 from judge.settings import Settings
@@ -87,7 +88,8 @@ def run(
     base_url: str | None = typer.Option(None, "--base-url",
                                         help="OpenAI-compatible server (vLLM, Ollama, …)"),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
-    rpm: float | None = typer.Option(None, "--rpm", help="requests per minute limit"),
+    rpm: float | None = float_option(None, "--rpm", lo=0.0, hi=1e9, lo_open=True,
+                                     help="requests per minute limit"),
     replay_only: bool = typer.Option(False, "--replay-only",
                                      help="never call a provider; uncached items unscored"),
     require_calibrated: bool = typer.Option(False, "--require-calibrated",
@@ -95,7 +97,7 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="continue run RUN_ID ('last': "
                                       "the newest unfinished run, of --suite if given)"),
     database: str | None = typer.Option(None, "--db", help=DB_HELP),
-    audit_share: float = typer.Option(0.05, "--audit-share", min=0.0, max=1.0,
+    audit_share: float = float_option(0.05, "--audit-share", lo=0.0, hi=1.0,
                                       help="share of auto-accepted verdicts sent to review"),
     distributed: bool = typer.Option(False, "--distributed", help="enqueue the items for "
                                      "`judge worker` processes sharing this database"),
@@ -103,7 +105,7 @@ def run(
                                       help="with --distributed, also grade in this process"),
     batch: bool = typer.Option(False, "--batch", help="grade through the OpenAI Batch API "
                                "or Anthropic Message Batches (resumable by batch id)"),
-    batch_poll: float = typer.Option(5.0, "--batch-poll", min=0.0,
+    batch_poll: float = float_option(5.0, "--batch-poll", lo=0.0, hi=A_WEEK_S,
                                      help="first wait between batch status polls (seconds)"),
     fmt: RunFormat = typer.Option(RunFormat.text, "--format"),
     no_progress: bool = typer.Option(False, "--no-progress"),

@@ -19,6 +19,7 @@ import typer
 from judge.cli.common import cli_errors, die, warn
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
+from judge.cli.numbers import A_WEEK_S, float_option
 
 app = typer.Typer(help="Review in the browser: queue, blind labelling, agreement.",
                   invoke_without_command=True)
@@ -42,7 +43,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host",
                              help="address to listen on (default loopback only)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="port (0: any free one)"),
-    lease: float = typer.Option(300.0, "--lease",
+    lease: float = float_option(300.0, "--lease", lo=1.0, hi=A_WEEK_S,
                                 help="claim lease in seconds: an open page renews it, a "
                                      "closed tab lets it expire"),
     allowed_host: list[str] = typer.Option(

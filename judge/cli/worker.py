@@ -10,6 +10,7 @@ import typer
 
 from judge.cli.common import cli_errors, warn
 from judge.cli.database import DB_HELP, open_database
+from judge.cli.numbers import A_WEEK_S, float_option
 from judge.settings import Settings
 from judge.store.records import WORK_LEASE_S
 
@@ -18,11 +19,12 @@ def worker(
     run_id: str | None = typer.Option(None, "--run", help="only this run's work"),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
     base_url: str | None = typer.Option(None, "--base-url"),
-    rpm: float | None = typer.Option(None, "--rpm"),
-    idle_exit: float = typer.Option(30.0, "--idle-exit", help="stop after this many seconds "
-                                    "with nothing to claim"),
-    lease: float = typer.Option(WORK_LEASE_S, "--lease", help="lease seconds; a "
-                                "killed worker's items go to others after this"),
+    rpm: float | None = float_option(None, "--rpm", lo=0.0, hi=1e9, lo_open=True),
+    idle_exit: float = float_option(30.0, "--idle-exit", lo=0.0, hi=A_WEEK_S,
+                                    help="stop after this many seconds with nothing to claim"),
+    lease: float = float_option(WORK_LEASE_S, "--lease", lo=1.0, hi=A_WEEK_S,
+                                help="lease seconds; a killed worker's items go to others "
+                                     "after this"),
     database: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat."""
