@@ -477,3 +477,34 @@ def test_a_resumed_batch_the_provider_lost_is_submitted_again(
         assert got == {"submitted": len(items), "succeeded": len(items), "failed": 0}
         assert any("is gone at the provider (HTTP 404)" in s for s in seen)
         assert store.batch_ids(run_id)["scope_fidelity"] != "batch_that_was_never_there"
+
+
+def test_a_jury_run_resumed_with_another_model_is_refused(
+        server: FakeProviderServer, suite: Path) -> None:
+    """Issue 21: `--model` was silently ignored on a jury resume (the stored jury graded on,
+    the given model graded nothing). An explicit model that is not the run's is refused;
+    the run's own model, or none, resumes."""
+    code, out, err = run_cli(suite, "--jury", JURY, "--base-url", server.openai_base_url,
+                             "--format", "json", "--no-progress")
+    assert code in (0, 1), err
+    run_id = json.loads(out)["run_id"]
+    _forget_one_verdict(Path("judge.db"), run_id)
+    sent = server.generation_count
+    code, _, err = run_cli("--resume", run_id, "--model", "openai:judge-c", "--base-url",
+                           server.openai_base_url, "--no-progress")
+    assert code == 2 and f"was graded by {NAME}" in err, err
+    assert server.generation_count == sent  # refused before any call
+    code, _, err = run_cli("--resume", run_id, "--base-url", server.openai_base_url,
+                           "--no-progress")
+    assert code in (0, 1), err
+    assert server.generation_count == sent + 2  # the forgotten item, by both jurors
+
+
+@pytest.mark.parametrize("given", ["", ",,,", " , "])
+def test_a_jury_option_naming_no_model_is_refused(server: FakeProviderServer, suite: Path,
+                                                  given: str) -> None:
+    """`--jury ''` graded with one judge and exit 0: the opposite of what was asked."""
+    code, _, err = run_cli(suite, "--jury", given, "--base-url", server.openai_base_url,
+                           "--no-progress")
+    assert code == 2 and "names no model" in err, err
+    assert server.generation_count == 0

@@ -100,3 +100,21 @@ def test_sigkilled_run_is_listed_running_and_resume_last_finishes_it(tmp_path: P
     assert json.loads(cli("runs", "list", "--format", "json").stdout)[0]["status"] == "finished"
     again = cli("run", "--resume", "last")
     assert again.returncode == 2 and "no unfinished run to resume" in again.stderr
+
+
+def test_an_unfinished_grade_run_says_how_to_finish_it(tmp_path: Path) -> None:
+    """Issue 21: `judge report run` said "finish it with judge run --resume X" of a run that
+    `judge grade` started, and that command answered "give a suite manifest or --resume
+    RUN_ID". Every place that names the way on says: run the same judge grade again."""
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    with open_store(url) as store:  # as a killed `judge grade` leaves its run
+        store.save_run("run-00000000-000000-graded", suite=None,
+                       config={"command": "grade", "model": "heuristic"})
+    for args in (["report", "run", "run-00000000-000000-graded"],
+                 ["run", "--resume", "run-00000000-000000-graded"]):
+        code, _, err = judge(*args, "--db", url)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "judge grade command again" in err and "--resume" not in err.split(";")[-1]
+    code, shown, _ = judge("runs", "show", "run-00000000-000000-graded", "--db", url)
+    assert code == 0 and "judge grade command again" in shown
+    assert "judge run --resume" not in shown

@@ -172,8 +172,13 @@ def silence_stdout() -> None:
 
 
 def jury_list(values: list[str]) -> tuple[str, ...] | None:
-    """`--jury a --jury b` or `--jury a,b` → ("a", "b"); None when not given."""
+    """`--jury a --jury b` or `--jury a,b` → ("a", "b"); None when not given. A `--jury`
+    that names no model (`--jury ''`, `--jury ',,'`) is refused: grading with one judge
+    instead would be the opposite of what was asked."""
     out = tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+    if values and not out:
+        die(f"--jury {one_line(repr(values[0]))[:60]} names no model; give the jury's models "
+            f"(e.g. --jury openai:gpt-4.1-mini,anthropic:claude-3-5-haiku-latest)")
     return out or None
 
 

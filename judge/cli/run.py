@@ -118,7 +118,14 @@ def run(
                                            "summary here (e.g. $GITHUB_STEP_SUMMARY)"),
 ) -> None:
     """Run a suite: checks, judge items, route, store, and apply the release gate."""
-    from judge.suite.run import RunOptions, SuiteInterrupted, resumed, run_suite
+    from judge.grading.jury import is_jury
+    from judge.suite.run import (
+        RunOptions,
+        SuiteInterrupted,
+        how_to_finish,
+        resumed,
+        run_suite,
+    )
 
     with cli_errors():
         settings = Settings.load(model=model, base_url=base_url, concurrency=concurrency,
@@ -132,9 +139,18 @@ def run(
                 resume = _last_unfinished(store, suite)
             if resume is not None:
                 before = resumed(store, resume)
+                if before.manifest is None and before.command == "grade":
+                    die(f"run {resume} has no suite manifest to resume from; "
+                        f"{how_to_finish(resume, {'command': 'grade'})}")
                 suite_file = suite_file or before.manifest
                 suite = suite or before.suite
                 allow_outside = allow_outside or before.allow_outside
+                if model is not None and before.model is not None and model != before.model \
+                        and not (is_jury(model) and not is_jury(before.model)):
+                    # the stored judge (or jury) grades the rest: an other --model would
+                    # grade only some items, or none, without a word
+                    die(f"run {resume} was graded by {before.judged_by}; resume it with the same "
+                        f"model (or without --model), or start a new run")
                 model = model or before.model
                 was = (before.params or {}).get("temperature")
                 if temperature is not None and was is not None and temperature != was:

@@ -141,7 +141,11 @@ def _next(run: dict[str, Any]) -> list[str]:
     rid = run["run_id"]
     if run["status"] == "finished":
         return [f"judge report run {rid} --format html -o report.html"]
-    resume = [f"judge run --resume {rid}"]
+    from judge.suite.run import how_to_finish
+
+    config = run.get("config") or {}
+    resume = [f"judge run --resume {rid}" if config.get("command") != "grade"
+              else how_to_finish(rid, config)]
     if run["status"] == "running":
         resume.append("(a killed run stays `running`, and so does one whose process is "
                       "still working: resume only one that is not)")

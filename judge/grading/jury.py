@@ -113,8 +113,9 @@ class JurySpec:
         if self.seats > MAX_SEATS:
             raise ConfigError(f"a jury of {self.seats} seats is too large (at most {MAX_SEATS})")
         if self.seats < 2:
-            raise ConfigError("a jury needs at least two seats (two models, or --samples 2 "
-                              "or more)")
+            raise ConfigError(f"a jury needs at least two seats, and this one has one "
+                              f"({_short(self.members[0][0])}): name two models, or ask one "
+                              f"several times (--samples 2 or more)")
         if self.confidence not in CONFIDENCES:
             raise ConfigError(f"jury confidence {self.confidence!r}: expected one of "
                               f"{', '.join(CONFIDENCES)}")

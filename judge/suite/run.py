@@ -9,7 +9,7 @@ without repeating a stored provider call or duplicating a verdict.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +88,13 @@ class Resumed:
     model: str | None
     allow_outside: bool = False
     params: dict[str, Any] | None = None  # the generation parameters it was graded with
+    command: str | None = None  # the command that started it ("grade"; None: `judge run`)
+    jury: str | None = None  # the jury it was graded by (its spec), if any
+
+    @property
+    def judged_by(self) -> str | None:
+        """Who graded the run, for a person: its jury, else its model."""
+        return self.jury or self.model
 
 
 def resumed(store: Store, run_id: str) -> Resumed:
@@ -100,7 +107,13 @@ def resumed(store: Store, run_id: str) -> Resumed:
     params = config.get("params")
     return Resumed(Path(manifest) if manifest else None, config.get("suite"),
                    config.get("model"), bool(config.get("allow_outside", False)),
-                   dict(params) if isinstance(params, dict) else None)
+                   dict(params) if isinstance(params, dict) else None,
+                   config.get("command"), _jury_name(config.get("jury")))
+
+
+def _jury_name(stored: object) -> str | None:
+    name = stored.get("name") if isinstance(stored, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
@@ -115,8 +128,19 @@ def stored_summary(store: Store, run_id: str) -> dict[str, Any]:
                          f"judge run --resume {run_id} finishes a suite run)")
     if not summary:
         raise InputError(f"run '{run_id}' has no summary yet (status {stored['status']}; "
-                         f"finish it with judge run --resume {run_id})")
+                         f"{how_to_finish(run_id, stored.get('config'))})")
     return dict(summary)
+
+
+def how_to_finish(run_id: str, config: Mapping[str, Any] | None) -> str:
+    """What finishes the unfinished run `run_id`, for a person: `judge run --resume` for a
+    suite run; a run that `judge grade` started has no manifest to resume from, and the same
+    `judge grade` command again finishes it (every call it stored is reused, not asked
+    again)."""
+    if (config or {}).get("command") == "grade":
+        return ("it was started by judge grade: run the same judge grade command again to "
+                "finish it (the provider calls it stored are reused, none is asked twice)")
+    return f"finish it with judge run --resume {run_id}"
 
 
 def sources(plan: Plan, errors: list[InputError]) -> list[Source]:
