@@ -12,7 +12,9 @@ functions, so the scripted provider and the fake server agree.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -115,14 +117,31 @@ class ScriptedProvider(Provider):
         return ProviderResponse(text=text, model=self.spec, usage=usage)
 
 
+#: the largest scripted-responses file read (a script is test data, never this big)
+MAX_SCRIPT_BYTES = 64 * 1024 * 1024
+
+
 def load_script(path: Path) -> list[Scripted]:
     """Read a JSONL file of completions: each line a JSON string (the text) or an object
-    (dumped as the text)."""
+    (dumped as the text). Only a regular file of at most MAX_SCRIPT_BYTES: `/dev/zero`
+    would grow memory without bound, and a FIFO would block until someone writes to it."""
     out: list[Scripted] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with open(path, "rb", opener=_open_nonblocking) as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ConfigError(f"{path}: cannot read scripted responses: not a regular file")
+            data = fh.read(MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read scripted responses: {exc}") from None
+        raise ConfigError(f"{path}: cannot read scripted responses: "
+                          f"{exc.strerror or exc}") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ConfigError(f"{path}: cannot read scripted responses: larger than "
+                          f"{MAX_SCRIPT_BYTES // (1024 * 1024)} MiB")
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: scripted responses are not UTF-8 text (byte "
+                          f"{exc.start})") from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -132,6 +151,11 @@ def load_script(path: Path) -> list[Scripted]:
             raise ConfigError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
         out.append(value if isinstance(value, str) else json.dumps(value))
     return out
+
+
+def _open_nonblocking(name: str, flags: int) -> int:
+    """open(2) that does not wait for a FIFO's writer (the mode is checked once open)."""
+    return os.open(name, flags | os.O_NONBLOCK)
 
 
 def _approx_tokens(request: JudgeRequest) -> int:
