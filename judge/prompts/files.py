@@ -247,9 +247,20 @@ class _Found:
         return read_prompt(self.path, self.source, self.replaces)
 
 
+_RUBRIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def is_rubric_name(name: str) -> bool:
+    """A rubric name is one directory name under a prompts directory: never empty (that is
+    the directory itself, README and all), never `..` or a path (`../../../etc`)."""
+    return bool(_RUBRIC_NAME.fullmatch(name)) and ".." not in name
+
+
 def _versions(rubric: str) -> list[_Found]:
     """The files of one rubric, every directory laid over the one before, by version."""
     found: dict[str, _Found] = {}
+    if not is_rubric_name(rubric):
+        return []
     for source, root in prompt_dirs():
         d = root / rubric
         if not d.is_dir():
@@ -278,6 +289,9 @@ def load_prompt(rubric: str, version: str | None = None) -> Prompt:
     found = _versions(rubric)
     if not found:
         known = ", ".join(known_rubrics()) or "none"
+        if not is_rubric_name(rubric):
+            raise ConfigError(f"{_quoted(rubric)} is not a rubric name (letters, digits, "
+                              f"'_', '-', '.'; known rubrics: {known})")
         where = " or ".join(str(root / rubric) for _, root in prompt_dirs())
         raise ConfigError(f"unknown rubric '{rubric}': no prompt files under "
                           f"{where} (known rubrics: {known})")
@@ -293,3 +307,7 @@ def load_prompt(rubric: str, version: str | None = None) -> Prompt:
 def list_prompts() -> list[Prompt]:
     """Every prompt version of every rubric, in (rubric, version) order."""
     return [f.load() for r in known_rubrics() for f in _versions(r)]
+
+
+def _quoted(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:60] + "…")
