@@ -215,3 +215,19 @@ def test_drift_points_properties(counts: list[tuple[int, int]], window: int) -> 
             assert p.drop > 0 and p.drop_ci[0] > 0
         if p.drop_ci is not None:
             assert -1.0 <= p.drop_ci[0] <= p.drop <= p.drop_ci[1] <= 1.0
+
+
+def test_runs_without_labelled_audit_items_plot_without_a_warning(tmp_path: Path) -> None:
+    """Issue 21: `report drift` over runs with no labelled audit item printed matplotlib's
+    "No artists with labels found to put in legend" on stderr; the plot now says what is
+    missing instead, and nothing is written to stderr."""
+    import warnings
+
+    with open_store(f"sqlite:///{tmp_path / 'j.db'}") as store:
+        for night in range(2):
+            store_run(store, f"run-{night}", [])  # only unlabelled verdicts
+        report = drift_from_store(store, "nightly", n_boot=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        html = render(report, "html")
+    assert "data:image/png;base64," in html

@@ -90,7 +90,11 @@ def _figures(report: DriftReport) -> list[tuple[str, str]]:
         ax.plot([i for i, _ in base], [b for _, b in base], linestyle="--", color="grey",
                 label="baseline (earlier runs)")
     ax.set_ylim(0, 1.02)
-    ax.legend(loc="lower left", fontsize=8)
+    if pts:
+        ax.legend(loc="lower left", fontsize=8)
+    else:  # an empty legend is a matplotlib warning on stderr; say what is missing instead
+        ax.text(0.5, 0.5, "no labelled audit items in these runs yet", ha="center",
+                va="center", transform=ax.transAxes, color="grey")
     out.append(("agreement", _png(fig)))
 
     fig, ax = axes("Review share", "share sent to review")
