@@ -400,3 +400,16 @@ def test_a_custom_clock_stamps_every_event() -> None:
     rec.user("ping?")
     ping()
     assert [e["metadata"]["clock"] for e in rec.events] == [10.0, 10.5, 12.25]
+
+
+def test_judge_record_is_pure_python_without_network_clients_or_frameworks() -> None:
+    """judge.record needs no SDK, no HTTP client and no agent framework; each adapter
+    imports its own framework when it is imported itself."""
+    probe = ("import sys, json; import judge.record; print(json.dumps(sorted(m for m in "
+             "sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx', 'aiohttp', "
+             "'requests', 'urllib3', 'agents', 'langchain_core', 'langgraph', 'sqlalchemy', "
+             "'judge') and not m.startswith(('judge.record', 'judge.trace', 'judge.errors')) "
+             "and m != 'judge')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert json.loads(done.stdout) == []

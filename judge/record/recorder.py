@@ -40,6 +40,7 @@ import inspect
 import itertools
 import json
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -95,6 +96,16 @@ def spec_of(tool: Any) -> ToolSpec | None:
     """The `ToolSpec` of a function `Recorder.tool` wrapped, else None."""
     found = getattr(tool, "__judge_tool__", None)
     return found if isinstance(found, ToolSpec) else None
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_name(trace_id: str) -> str:
+    """A file name (no suffix) for a trace id: only ASCII letters, digits, `.`, `_` and
+    `-`, never hidden, at most 120 characters (`refund-once/live 1` → `refund-once_live_1`)."""
+    name = _UNSAFE.sub("_", trace_id).strip("._") or "trace"
+    return name[:120]
 
 
 def error_text(exc: BaseException) -> str:
@@ -160,6 +171,14 @@ class Recorder:
         """The events recorded so far (copies, as the trace will hold them)."""
         with self._lock:
             return copy.deepcopy(self._events)
+
+    def __len__(self) -> int:
+        """The number of events recorded so far."""
+        return len(self._events)
+
+    def has_call(self, call_id: str) -> bool:
+        """Whether a tool call with this id was recorded."""
+        return call_id in self._calls
 
     @property
     def turn(self) -> int:
