@@ -17,16 +17,16 @@ import pytest
 pytest.importorskip("langgraph")
 pytest.importorskip("langchain_openai")
 
-from langchain_core.messages import HumanMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 
-from judge.record import Recorder  # noqa: E402
-from judge.record.langchain import JudgeCallbackHandler  # noqa: E402
-from judge.testing.fakeserver import FakeProviderServer  # noqa: E402
-from judge.testing.faults import FakeRequest, Reply, tool_calls  # noqa: E402
+from judge.record import Recorder
+from judge.record.langchain import JudgeCallbackHandler
+from judge.testing.fakeserver import FakeProviderServer
+from judge.testing.faults import FakeRequest, Reply, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUND_ONCE = ROOT / "examples" / "scenarios" / "refund-once"

@@ -34,7 +34,6 @@ from judge.checks.matching import any_regex, arg_matches, glob_match
 from judge.ledger.scenario import Severity
 from judge.trace.model import EventData, EventKind, TraceHeader
 
-
 #: the longest limit name a forced trace's `metadata.termination_limit` is shown with
 MAX_LIMIT_NAME = 60
 
@@ -54,7 +53,7 @@ def forced_by(header: TraceHeader) -> str | None:
 
 def completion_summary(ctx: CheckContext) -> dict[str, Any]:
     at = ctx.complete_at
-    summary = {
+    summary: dict[str, Any] = {
         "complete": at is not None and ctx.forced_by is None,
         "turn": at.turn if at else None,
         "seq": at.seq if at else None,

@@ -346,7 +346,7 @@ def _static_prefix(path: str) -> str:
     parts = Path(path).parts
     keep: list[str] = []
     for part in parts:
-        if glob.has_magic(part):  # type: ignore[attr-defined]
+        if glob.has_magic(part):
             break
         keep.append(part)
     return str(Path(*keep)) if keep else "."

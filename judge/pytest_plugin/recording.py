@@ -11,7 +11,6 @@ report names them), and not checked: the test has failed already.
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +26,10 @@ from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario, load_scenario
 from judge.pytest_plugin import JudgeWarning
 from judge.record import Recorder
+from judge.record.recorder import file_name
 from judge.trace.loader import iter_trace_streams
 
 _SCENARIOS = pytest.StashKey[dict[Path, LoadedScenario]]()
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def file_name(trace_id: str) -> str:
-    """A file name for a trace id: only letters, digits, `.`, `_` and `-`; never hidden."""
-    name = _UNSAFE.sub("_", trace_id).strip("._") or "trace"
-    return name[:120]
-
-
 @dataclass
 class Entry:
     recorder: Recorder

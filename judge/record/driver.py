@@ -218,8 +218,8 @@ class _Bounds:
 def _tools_and_recorder(tools: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]],
                         recorder: Recorder | None
                         ) -> tuple[dict[str, Callable[..., Any]], Recorder]:
-    items = list(tools.items()) if isinstance(tools, Mapping) else [
-        (getattr(spec_of(t), "name", None) or getattr(t, "__name__", ""), t) for t in tools]
+    items: list[tuple[str, Callable[..., Any]]] = list(tools.items()) if isinstance(
+        tools, Mapping) else [(_name_of(t), t) for t in tools]
     found: dict[str, Callable[..., Any]] = {}
     owners: set[int] = set()
     rec = recorder
@@ -240,6 +240,11 @@ def _tools_and_recorder(tools: Mapping[str, Callable[..., Any]] | Iterable[Calla
     if len(owners - {id(rec)}) > 0:
         raise ValueError("every tool of a driven run must be recorded by the same Recorder")
     return found, rec
+
+
+def _name_of(tool: Callable[..., Any]) -> str:
+    spec = spec_of(tool)
+    return spec.name if spec is not None else str(getattr(tool, "__name__", "") or "tool")
 
 
 def _adopt(rec: Recorder, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

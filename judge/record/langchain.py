@@ -112,10 +112,8 @@ class JudgeCallbackHandler(BaseCallbackHandler):
                    parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         for generations in response.generations[:1]:
             for gen in generations[:1]:
-                if isinstance(gen, ChatGeneration):
-                    text = text_of(gen.message.content)
-                else:
-                    text = gen.text
+                text = (text_of(gen.message.content) if isinstance(gen, ChatGeneration)
+                        else gen.text)
                 if text.strip():
                     self.recorder.assistant(text)
 
