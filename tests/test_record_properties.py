@@ -7,7 +7,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
