@@ -48,9 +48,56 @@ class Copied:
 
 def copy_json(value: Any, root: str = "") -> Copied:
     """The exact JSON-safe copy of `value` (see the module doc); `root` prefixes paths."""
+    try:
+        return Copied(_fast(value, ROOM), [])
+    except _NotPlain:
+        pass
     lossy: list[str] = []
     out = _copy(value, root, lossy, set(), ROOM)
     return Copied(out, lossy)
+
+
+class _NotPlain(Exception):
+    """The value is not plain JSON data: the careful copy takes over."""
+
+
+def _fast(value: Any, room: int) -> Any:
+    """The copy of a value made of JSON's own types only (what tools mostly return), without
+    the path bookkeeping; raises _NotPlain at anything else (a cycle ends at the depth)."""
+    t = type(value)
+    if t is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _NotPlain from None
+        return value
+    if value is None or t is int or t is bool:
+        return value
+    if t is float:
+        if value - value == 0.0:  # finite (NaN and ±inf give NaN)
+            return value
+        raise _NotPlain
+    if room <= 0:
+        raise _NotPlain
+    if t is dict:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str or not (k.isascii() or _encodable(k)):
+                raise _NotPlain
+            out[k] = _fast(v, room - 1)
+        return out
+    if t is list:
+        return [_fast(v, room - 1) for v in value]
+    raise _NotPlain
+
+
+def _encodable(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _text(s: str, path: str, lossy: list[str]) -> str:

@@ -54,6 +54,7 @@ from pydantic import ValidationError
 from judge.errors import InputError
 from judge.record.jsonsafe import Copied, copy_json
 from judge.trace.document import check_document
+from judge.trace.fast import parse_trace_data
 from judge.trace.model import Trace
 
 P = ParamSpec("P")
@@ -337,7 +338,12 @@ class Recorder:
         """The trace as JSON data (formats §1), with an end snapshot of `rec.state` when the
         recorder was given a state and no end snapshot was recorded."""
         with self._lock:
-            events = copy.deepcopy(self._events)
+            return copy.deepcopy(self._document())
+
+    def _document(self) -> dict[str, Any]:
+        """`document()` sharing the recorder's own event dicts (call under the lock)."""
+        with self._lock:
+            events = list(self._events)
             if self.state is not None and not self._end_snapshot:
                 end = _state_copy(self.state)
                 meta: dict[str, Any] = {"clock": self._tick()}
@@ -360,7 +366,9 @@ class Recorder:
 
     def trace(self) -> Trace:
         """The trace, validated as `judge check` validates it (ValueError if it is not)."""
-        doc = self.document()
+        return self._validate(self.document())
+
+    def _validate(self, doc: dict[str, Any]) -> Trace:
         try:
             check_document(doc, self.trace_id, None)
             return Trace.model_validate(doc)
@@ -379,13 +387,11 @@ class Recorder:
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("save() needs a path (or give the Recorder path=)")
-        self.trace()  # refuse to write what judge would not load
-        doc = self.document()
-        if target.suffix == ".jsonl":
-            text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
-                              allow_nan=False) + "\n"
-        else:
-            text = json.dumps(doc, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+        with self._lock:
+            doc = self._document()
+            text = _dumps(doc, compact=target.suffix == ".jsonl")
+        if parse_trace_data(text) is None:  # the loader's fast path (pydantic-core) refused:
+            self._validate(doc)  # the careful one words why (or, if stricter, accepts)
         write_atomic(target, text)
         self.saved = target
         return target
@@ -404,6 +410,13 @@ class Recorder:
         self.save()
 
 
+def _dumps(doc: dict[str, Any], *, compact: bool) -> str:
+    """A trace as JSON text: one line (`.jsonl`), else indented; strictly JSON."""
+    if compact:
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+    return json.dumps(doc, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
 def _tool_kinds(tools: Mapping[str, Callable[..., Any]]) -> dict[str, list[str]]:
     specs = [s for s in (spec_of(t) for t in tools.values()) if s is not None]
     out = {"mutating_tools": sorted(s.name for s in specs if s.mutating),
@@ -419,15 +432,27 @@ def _state_copy(state: Mapping[str, Mapping[str, Any]]) -> Copied:
     return copy_json(state, "state")
 
 
-def _bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without one
+        return None
+
+
+def _bind(sig: inspect.Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]
           ) -> dict[str, Any]:
     """A call's arguments by parameter name (as given: defaults are not filled in)."""
+    if not args and sig is not None and all(k in sig.parameters for k in kwargs) and not any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return dict(kwargs)  # keyword arguments only: named already
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-    except (TypeError, ValueError):
+        if sig is None:
+            raise TypeError
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
         return {**({"args": list(args)} if args else {}), **kwargs}
     out: dict[str, Any] = {}
-    params = inspect.signature(fn).parameters
+    params = sig.parameters
     for name, value in bound.arguments.items():
         if params[name].kind is inspect.Parameter.VAR_KEYWORD:
             out.update(value)
@@ -441,9 +466,10 @@ def _bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 def _wrap(spec: ToolSpec, fn: Callable[P, R]) -> Callable[P, R]:
     rec = spec.recorder
     sandboxed = spec.external and rec.mode == "sandbox"
+    sig = _signature(fn)
 
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        call_args = _bind(fn, args, kwargs)
+        call_args = _bind(sig, args, kwargs)
         meta = {"intent": True, "external": True} if sandboxed else None
         return rec.tool_call(spec.name, call_args, metadata=meta), call_args
 
