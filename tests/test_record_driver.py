@@ -224,6 +224,10 @@ def test_bad_arguments_are_refused_with_a_clear_message() -> None:
         Limits(timeout_s=float("nan"))
     with pytest.raises(TypeError, match=r"must return a judge\.record\.Step"):
         drive(lambda run: "done", rec.tools)  # type: ignore[arg-type,return-value]
+    with pytest.raises(TypeError, match="must be a mapping"):
+        Call("get_order", ["order-17"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Step\.calls must be a list"):
+        drive(lambda run: Step(calls=Call("get_order")), rec.tools)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="is not a recorded tool"):
         drive(scripted(DONE), {"plain": lambda: 1})
     other = Recorder("t/other")

@@ -83,6 +83,13 @@ class Call:
     tool: str
     args: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool, str) or not self.tool:
+            raise TypeError(f"Call.tool must be a tool's name, not {self.tool!r}")
+        if not isinstance(self.args, Mapping):
+            raise TypeError(f"Call.args of '{self.tool}' must be a mapping of argument names "
+                            f"to values, not {type(self.args).__name__}")
+
 
 @dataclass(frozen=True)
 class Step:
@@ -276,6 +283,8 @@ def _step_of(step: Any) -> Step:
     if not isinstance(step, Step):
         raise TypeError(f"next_step must return a judge.record.Step, not "
                         f"{type(step).__name__}")
+    if isinstance(step.calls, Call) or not all(isinstance(c, Call) for c in step.calls):
+        raise TypeError("Step.calls must be a list of judge.record.Call")
     return step
 
 
