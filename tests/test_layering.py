@@ -37,6 +37,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "importers": _PRE_JUDGE | {"checks", "ledger"},
     "drafting": _PRE_JUDGE,  # judge init: traces -> a draft scenario; no judge, no database
     "pytest_plugin": _PRE_JUDGE,  # deterministic checks only
+    "record": _EVERYTHING - {"trace"},  # traces written where the agent runs: trace, errors
     "diff": _PRE_JUDGE | {"checks", "importers"},  # traces against a baseline: no judge
     "items": _PRE_JUDGE - {"items"},
     "request": _EVERYTHING,

@@ -334,3 +334,216 @@ def test_an_item_run_twice_gets_its_report_twice(pytester: pytest.Pytester) -> N
     for _ in range(2):
         with pytest.raises(Exception, match="a second refund of an already refunded order"):
             item.runtest()
+
+
+# -- issue #21: patterns that cannot match, and trace files outside the project ------------
+
+def test_an_unusable_judge_scenarios_glob_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """`judge_scenarios = ["["]` used to collect nothing, without a word."""
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\njudge_scenarios = ["["]\n')
+    example(pytester, "refund-once", "pass.json")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*judge_scenarios: '[' is not a usable glob: the '[' at "
+                                 "position 1 opens a character class that is never closed*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_a_toml_list_in_an_ini_file_is_a_usage_error_that_says_so(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest='[pytest]\njudge_scenarios = ["scenario.yaml"]\n'
+                                     'judge_traces = *.json\n  [x\n')
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "judge_scenarios: '[\"scenario.yaml\"]' is not a usable glob: this looks like a " \
+           "TOML list; in an INI file" in err
+    assert "judge_traces: '[x' is not a usable glob" in err
+
+
+def test_a_pattern_that_matches_no_scenario_warns(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest="[pytest]\njudge_scenarios = scenario.yaml\n"
+                                     "  scenarios/nothing-*/scenario.yaml\n")
+    example(pytester, "refund-once", "pass.json")
+    pytester.makepyfile(test_other="def test_ok():\n    pass\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*JudgeWarning: judge_scenarios: 'scenarios/nothing-*/"
+                                 "scenario.yaml' matched no scenario file*"])
+    # a run of one chosen test file meets no scenario, and that is no news
+    result = run(pytester, "test_other.py")
+    result.assert_outcomes(passed=1)
+    assert "JudgeWarning" not in result.stdout.str()
+
+
+def test_judge_traces_outside_the_project_root_are_refused_unread(
+        pytester: pytest.Pytester) -> None:
+    outside = pytester.path.parent / f"{pytester.path.name}-outside"
+    outside.mkdir()
+    (outside / "secret.json").write_text(json.dumps(trace("stolen")))
+    for pattern in ("/etc/*", f"{outside}/*.json", "../../../*/secret.json"):
+        ini(pytester, judge_traces=pattern)
+        d = example(pytester, "refund-once", "pass.json") if pattern == "/etc/*" else \
+            pytester.path / "scenarios" / "refund-once"
+        result = run(pytester, "-v")
+        result.assert_outcomes(errors=1)
+        out = result.stdout.str()
+        assert f"judge_traces: {pattern!r} reaches" in out, out
+        assert "outside the project root" in out and "nothing there was read" in out
+        assert "stolen" not in out and "PASSED" not in out
+    # a link inside the project that leads out is refused too; the trace beside it is read
+    ini(pytester)
+    (d / "link.json").symlink_to(outside / "secret.json")
+    result = run(pytester, "-v", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    assert "judge_traces: '*.json' reaches" in out and "link.json" in out
+    assert "stolen" not in out
+
+
+def test_judge_traces_inside_the_root_but_outside_the_scenario_dir_still_work(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest="[pytest]\njudge_scenarios = scenario.yaml\n"
+                                     "judge_traces = ../../traces/*.json\n")
+    example(pytester, "refund-once", "pass.json")
+    (pytester.path / "traces").mkdir()
+    (pytester.path / "traces" / "t.json").write_text(json.dumps(trace("kept")))
+    run(pytester, "-v").assert_outcomes(passed=1)
+
+
+# -- the judge_recorder fixture ------------------------------------------------------------
+
+AGENT_TEST = '''
+import pytest
+
+def refund_agent(rec, refunds=1):
+    @rec.tool("get_order")
+    def get_order(orderId):
+        return {"orderId": orderId, "status": "delivered", "paidCents": 4200}
+
+    @rec.tool("refund_order", mutating=True)
+    def refund_order(orderId, amountCents):
+        return {"status": "confirmed", "refundId": "rf-1", "amountCents": amountCents}
+
+    rec.user("Hi, order-17 arrived broken. I'd like a refund please.")
+    get_order(orderId="order-17")
+    rec.assistant("I can refund order-17 in full: $42.00. Shall I go ahead?")
+    rec.user("Yes, please.")
+    for _ in range(refunds):
+        refund_order(orderId="order-17", amountCents=4200)
+    rec.assistant("Done: refund rf-1 of $42.00 is confirmed.")
+
+def test_refund_once(judge_recorder):
+    refund_agent(judge_recorder("scenarios/refund-once"))
+
+def test_refund_twice(judge_recorder):
+    refund_agent(judge_recorder("scenarios/refund-once"), refunds=2)
+
+def test_crashes(judge_recorder):
+    rec = judge_recorder("scenarios/refund-once")
+    rec.user("hello")
+    raise RuntimeError("agent crashed")
+'''
+
+
+def recorder_project(pytester: pytest.Pytester, **ini_options: str) -> None:
+    lines = ["[pytest]", *(f"{k} = {v}" for k, v in ini_options.items())]
+    pytester.makefile(".ini", pytest="\n".join(lines) + "\n")
+    example(pytester, "refund-once", "pass.json")
+    pytester.makepyfile(test_agent=AGENT_TEST)
+
+
+def test_judge_recorder_checks_the_trace_and_a_veto_fails_the_test(
+        pytester: pytest.Pytester) -> None:
+    recorder_project(pytester, judge_record_dir="recorded")
+    result = run(pytester, "-vv", "test_agent.py", "--junitxml=out.xml")
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["test_agent.py::test_refund_once PASSED*",
+                                 "test_agent.py::test_refund_twice FAILED*",
+                                 "test_agent.py::test_crashes FAILED*"])
+    block = out.split("_ test_refund_twice _", 1)[1].split("\n", 1)[1].split("\n_", 1)[0]
+    lines = block.splitlines()
+    assert lines[0] == "test_agent.py::test_refund_twice (scenario refund-once, 10 events)"
+    assert lines[1].startswith("  a second refund of an already refunded order at turn 2 "
+                               "(seq 8)")
+    assert "VETOED: forbidden (seq 8)" in block
+    saved = (pytester.path / "recorded" / "test_agent.py_test_refund_twice"
+             / "test_agent.py_test_refund_twice.json")
+    assert f"trace: {saved}" in block and "Traceback" not in block
+    # the kept file is what `judge check` calls a veto
+    judge = str(Path(sys.executable).parent / "judge")
+    done = subprocess.run([judge, "check", str(EXAMPLES / "refund-once"), str(saved)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "a second refund" in done.stdout
+    # a test that fails by itself keeps its trace too, and says where
+    crash = out.split("_ test_crashes _", 1)[1]
+    assert "RuntimeError: agent crashed" in crash
+    assert "Captured judge call" in crash and "test_crashes.json" in crash
+    assert json.loads((pytester.path / "recorded" / "test_agent.py_test_crashes"
+                       / "test_agent.py_test_crashes.json").read_text())["events"][0][
+        "text"] == "hello"
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+             for c in ElementTree.parse(pytester.path / "out.xml").iter("testcase")}
+    assert props["test_refund_once"]["judge_trace"].endswith("test_refund_once.json")
+
+
+def test_judge_recorder_keeps_traces_in_tmp_path_by_default(
+        pytester: pytest.Pytester) -> None:
+    recorder_project(pytester)
+    pytester.makepyfile(test_where='''
+def test_where(judge_recorder, tmp_path):
+    rec = judge_recorder("scenarios/refund-once", trace_id="refund-once/mine")
+    rec.user("hi")
+    assert rec.path == tmp_path / "refund-once_mine.json"
+    second = judge_recorder(None)
+    assert second.trace_id.endswith("test_where#2") and second.scenario is None
+''')
+    run(pytester, "test_where.py").assert_outcomes(passed=1)
+
+
+def test_judge_recorder_warns_on_failures_that_are_not_vetoes_and_strict_fails(
+        pytester: pytest.Pytester) -> None:
+    recorder_project(pytester)
+    pytester.makepyfile(test_forced='''
+from judge.record import Call, Limits, Step, drive
+
+def test_forced(judge_recorder):
+    rec = judge_recorder("scenarios/refund-once")
+
+    @rec.tool("get_order")
+    def get_order(orderId):
+        return {"orderId": orderId, "status": "delivered", "paidCents": 4200}
+
+    rec.user("Where is order-17?")
+    drive(lambda run: Step(calls=[Call("get_order", {"orderId": "order-17"})]), rec.tools,
+          limits=Limits(max_steps=2))
+''')
+    result = run(pytester, "test_forced.py")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*JudgeWarning: test_forced.py::test_forced: eligible, but "
+                                 "1 check(s) failed*first: run stopped by its driver "
+                                 "(max_steps)*"])
+    result = run(pytester, "test_forced.py", "--judge-strict")
+    result.assert_outcomes(failed=1)
+    assert "fail under --judge-strict" in result.stdout.str()
+
+
+def test_judge_recorder_names_a_missing_or_broken_scenario(pytester: pytest.Pytester) -> None:
+    recorder_project(pytester)
+    d = pytester.path / "scenarios" / "refund-once"
+    (d / "scenario.yaml").write_text((d / "scenario.yaml").read_text().replace(
+        "key: refundOnce\n", "key: refundOnse\n"))
+    pytester.makepyfile(test_bad='''
+def test_missing(judge_recorder):
+    judge_recorder("scenarios/nowhere")
+
+def test_broken(judge_recorder):
+    judge_recorder("scenarios/refund-once")
+''')
+    result = run(pytester, "test_bad.py")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "judge_recorder: no scenario at 'scenarios/nowhere'" in out
+    assert "key 'refundOnse' is not in the reviewed ledger" in out
+    assert "Traceback" not in out

@@ -99,6 +99,9 @@ class CheckContext:
         self.subgoal_held: dict[str, At] = {}
         self.complete_at: At | None = None
         self.post_completion_actions = 0
+        # the trace's `metadata.termination` (docs/formats.md): a run its driver stopped
+        # (`forced`) is never complete, whatever its events show
+        self.forced_by: str | None = None
         self._pending: OrderedDict[str, Call] = OrderedDict()
         self._last_call: dict[str, Call] = {}
         self._subgoal_tools = self.shared.table("context.subgoal_tools")

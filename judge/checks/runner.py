@@ -16,6 +16,7 @@ from judge.checks.completion import (
     PostCompletionMutation,
     SuccessClaims,
     completion_summary,
+    forced_by,
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
 from judge.checks.end_state import UNCHECKED, EndStateCheck
@@ -105,6 +106,7 @@ class Checker:
             raise InputError(f"trace '{header.trace_id}' is for scenario '{header.scenario}', "
                              f"not '{scenario.id}'", file=file, field="scenario")
         ctx = CheckContext(self.loaded, self.shared)
+        ctx.forced_by = forced_by(header)
         checks = [cls(ctx) for cls in self._classes]
         for c in checks:
             if isinstance(c, OutcomeCheck):

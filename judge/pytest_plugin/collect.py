@@ -43,17 +43,20 @@ class JudgeScenarios:
         self.config = config
         self.patterns = patterns
         self.root = config.rootpath
+        self.matched: dict[str, int] = dict.fromkeys(patterns, 0)
         self.traces: list[str] = list(config.getini("judge_traces"))
         opt = config.getoption("judge_strict", None)
         self.strict = bool(opt if opt is not None else config.getini("judge_strict"))
 
-    def matches(self, path: Path) -> bool:
-        """As pytest matches `python_files`: a pattern without `/` against the file name,
-        one with `/` against the path under the rootdir (or any tail of the absolute path)."""
+    def matching(self, path: Path) -> list[str]:
+        """The patterns `path` matches, as pytest matches `python_files`: a pattern without
+        `/` against the file name, one with `/` against the path under the rootdir (or any
+        tail of the absolute path)."""
+        found: list[str] = []
         for pattern in self.patterns:
             if "/" not in pattern:
                 if fnmatch(path.name, pattern):
-                    return True
+                    found.append(pattern)
                 continue
             try:
                 rel = path.relative_to(self.root).as_posix()
@@ -61,16 +64,42 @@ class JudgeScenarios:
                 rel = None
             if (rel is not None and fnmatch(rel, pattern)) or fnmatch(path.as_posix(),
                                                                        "*/" + pattern):
-                return True
-        return False
+                found.append(pattern)
+        return found
+
+    def matches(self, path: Path) -> bool:
+        return bool(self.matching(path))
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
                             ) -> ScenarioFile | None:
-        if file_path.suffix in (".yaml", ".yml") and self.matches(file_path):
-            node: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
-            node.plugin = self
-            return node
-        return None
+        if file_path.suffix not in (".yaml", ".yml"):
+            return None
+        found = self.matching(file_path)
+        if not found:
+            return None
+        for pattern in found:
+            self.matched[pattern] += 1
+        node: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
+        node.plugin = self
+        return node
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Warn of each pattern that matched no scenario file, when pytest walked a
+        directory (a run of chosen test files or node ids may well meet no scenario)."""
+        if not self._walked_a_directory():
+            return
+        for pattern, n in self.matched.items():
+            if n == 0:
+                session.warn(JudgeWarning(printable(
+                    f"judge_scenarios: {pattern!r} matched no scenario file (.yaml or .yml) in "
+                    "the directories pytest collected; a pattern without '/' is matched "
+                    "against file names, one with '/' against paths under the rootdir, and "
+                    "the scenarios' directory must be among testpaths or the paths given")))
+
+    def _walked_a_directory(self) -> bool:
+        start = self.config.invocation_params.dir
+        args = self.config.args or [str(start)]
+        return any((start / a.split("::", 1)[0]).is_dir() for a in args)
 
 
 class ScenarioFile(pytest.File):
@@ -108,23 +137,46 @@ class ScenarioNode(pytest.Collector):
         self._checker: Checker | None = None
         self._reports: dict[str, dict[_LineKey, CheckReport | InputError]] = {}
 
-    def trace_files(self) -> list[Path]:
-        """Absolute paths of the files `judge_traces` matches beside this scenario."""
+    def trace_files(self) -> tuple[list[Path], list[InputError]]:
+        """Absolute paths of the files `judge_traces` matches beside this scenario, and one
+        error for each pattern that reaches outside the rootdir (its files are not read)."""
         scenario_file = self.path.resolve()
+        root = self.plugin.root.resolve()
         sid = glob.escape(self.loaded.scenario.id)
         found: dict[Path, None] = {}
+        outside: list[InputError] = []
         for pattern in self.plugin.traces:
             full = os.path.join(glob.escape(str(scenario_file.parent)),
                                 pattern.replace("{scenario}", sid))
+            static = os.path.normpath(os.path.join(str(scenario_file.parent), _static_prefix(
+                pattern.replace("{scenario}", self.loaded.scenario.id))))
+            if not _under(Path(static).resolve(), root):
+                outside.append(self._outside(pattern, Path(static), root))
+                continue
+            out: list[Path] = []
             for name in sorted(glob.glob(full, recursive=True)):
                 p = Path(os.path.normpath(name))
-                if p.is_file() and p.resolve() != scenario_file:
+                real = p.resolve()
+                if not _under(real, root):
+                    out.append(p)
+                elif p.is_file() and real != scenario_file:
                     found.setdefault(p, None)
-        return list(found)
+            if out:
+                outside.append(self._outside(pattern, out[0], root, len(out) - 1))
+        return list(found), outside
+
+    def _outside(self, pattern: str, first: Path, root: Path, more: int = 0) -> InputError:
+        also = f" (and {more} more)" if more else ""
+        return InputError(
+            f"judge_traces: {pattern!r} reaches {first}{also}, outside the project root "
+            f"({root}): trace files must lie under pytest's rootdir (links followed); "
+            "nothing there was read", file=str(_shown(self.path, self.config)))
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        files = self.trace_files()
-        if not files:
+        files, outside = self.trace_files()
+        for i, err in enumerate(outside):
+            yield BadTrace.from_parent(self, name=f"judge_traces-outside-{i + 1}", error=err)
+        if not files and not outside:
             self.warn(JudgeWarning(printable(f"{self.loaded.file}: no trace file matches "
                                              f"judge_traces ({', '.join(self.plugin.traces)})")))
         names: set[str] = set()
@@ -287,6 +339,21 @@ class BadTrace(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         raise self.CollectError(printable(self.error.message))
+
+
+def _static_prefix(path: str) -> str:
+    """The leading directories of a glob that hold no wildcard (`/etc` of `/etc/*`)."""
+    parts = Path(path).parts
+    keep: list[str] = []
+    for part in parts:
+        if glob.has_magic(part):
+            break
+        keep.append(part)
+    return str(Path(*keep)) if keep else "."
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _shown(path: Path, config: pytest.Config) -> Path:

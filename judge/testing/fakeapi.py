@@ -23,6 +23,7 @@ from judge.testing.anthropic_wire import AnthropicWire
 from judge.testing.batches import AnthropicBatches, OpenAIBatches, OpenAIFiles, dump
 from judge.testing.faults import FakeRequest, Reply, Responder
 from judge.testing.openai_wire import OpenAIWire
+from judge.testing.responses_wire import ResponsesWire
 from judge.testing.verdicts import default_verdict, find_seq
 from judge.testing.wire import Answer, ApiError, C, DropConnection, Outcome, Wire
 
@@ -48,6 +49,7 @@ class FakeAPI:
         self._ids = itertools.count(1)
         self._gen_index = itertools.count()
         self.openai = OpenAIWire()
+        self.responses = ResponsesWire()
         self.anthropic = AnthropicWire()
         self.openai_files = OpenAIFiles(self.new_id)
         self.openai_batches = OpenAIBatches(
@@ -65,7 +67,8 @@ class FakeAPI:
 
     def stats(self) -> dict[str, Any]:
         return {"counts": dict(self.counts), "generations": self.counts["chat"]
-                + self.counts["messages"], "queued": len(self._queue)}
+                + self.counts["messages"] + self.counts["responses"],
+                "queued": len(self._queue)}
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids):06d}"
@@ -143,6 +146,8 @@ class FakeAPI:
     def answer(fake: FakeRequest, reply: Reply) -> Answer:
         """The completion for a 200 reply: its text verbatim, or the default verdict for the
         request with the reply's fields over it."""
+        if reply.tool_calls:
+            return Answer(reply.text or "", None, reply.tool_calls)
         if reply.text is not None:
             return Answer(reply.text, None)
         obj = default_verdict(fake.schema)

@@ -8,7 +8,8 @@
 It listens on 127.0.0.1 on a random port, in a background thread (default: `srv.requests`,
 `srv.counts` and `srv.enqueue(...)` work directly) or in a forked process (`process=True`,
 for benchmarks, so the server does not share the client's GIL; read counts with
-`srv.stats()`). Endpoints: POST /v1/chat/completions, POST /v1/messages, POST /v1/files,
+`srv.stats()`). Endpoints: POST /v1/chat/completions, POST /v1/responses (an agent loop's
+Responses API), POST /v1/messages, POST /v1/files,
 GET /v1/files/{id}[/content], POST /v1/batches, GET /v1/batches/{id}, POST
 /v1/batches/{id}/cancel, POST /v1/messages/batches, GET /v1/messages/batches/{id}[/results],
 GET /_fake/stats.
@@ -175,7 +176,7 @@ class FakeProviderServer:
 
     def generations(self, api: str | None = None) -> list[FakeRequest]:
         """Requests that asked for a completion (chat, messages, batch lines)."""
-        return [r for r in self.requests if r.api in ("openai", "anthropic")
+        return [r for r in self.requests if r.api in ("openai", "anthropic", "openai-responses")
                 and (api is None or r.api == api)]
 
     @property
@@ -184,8 +185,8 @@ class FakeProviderServer:
         return {k: int(v) for k, v in self.stats()["counts"].items()}
 
     def count(self, endpoint: str) -> int:
-        """Requests seen by endpoint: chat, messages, files, batches, message_batches,
-        batch_lines."""
+        """Requests seen by endpoint: chat, responses, messages, files, batches,
+        message_batches, batch_lines."""
         return self.counts.get(endpoint, 0)
 
     @property

@@ -40,12 +40,21 @@ class FakeRequest:
         system = self.body.get("system")
         if isinstance(system, str):
             chunks.append(system)
-        for message in self.body.get("messages") or []:
+        instructions = self.body.get("instructions")  # the Responses API
+        if isinstance(instructions, str):
+            chunks.append(instructions)
+        items = self.body.get("input")
+        if isinstance(items, str):
+            chunks.append(items)
+            items = None
+        for message in [*(self.body.get("messages") or []), *(items or [])]:
             content = message.get("content") if isinstance(message, dict) else None
             if isinstance(content, str):
                 chunks.append(content)
             elif isinstance(content, list):
-                chunks.extend(b.get("text", "") for b in content if isinstance(b, dict))
+                chunks.extend(str(b.get("text", "")) for b in content if isinstance(b, dict))
+            elif isinstance(message, dict) and isinstance(message.get("output"), str):
+                chunks.append(message["output"])  # a Responses function_call_output
         return "\n".join(chunks)
 
     @property
@@ -65,13 +74,28 @@ class FakeRequest:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A tool call the fake model makes (an agent loop's model turn): OpenAI chat
+    completions answer it as `message.tool_calls`, the Responses API as a `function_call`
+    output item."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    #: the call id; None = one made up (`call_fake000001`, …)
+    id: str | None = None
+
+
+@dataclass(frozen=True)
 class Reply:
     """How to answer one generation request."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    #: the completion text verbatim (200 only); None = a verdict as JSON
+    #: the completion text verbatim (200 only); None = a verdict as JSON (or, with
+    #: `tool_calls`, no text)
     text: str | None = None
+    #: tool calls the model makes (200 only; OpenAI chat completions and Responses API)
+    tool_calls: tuple[ToolCall, ...] = ()
     #: verdict fields over the default verdict (200 only)
     verdict: dict[str, Any] | None = None
     #: seconds to wait before answering, on top of the server latency
@@ -82,6 +106,13 @@ class Reply:
 
 
 Responder = Callable[[FakeRequest], "Reply | dict[str, Any] | str | None"]
+
+
+def tool_calls(*calls: ToolCall | tuple[str, dict[str, Any]], text: str | None = None) -> Reply:
+    """A 200 in which the model calls these tools (`("get_order", {"orderId": "o-1"})` or
+    `ToolCall(...)`), with `text` beside them if given."""
+    made = tuple(c if isinstance(c, ToolCall) else ToolCall(c[0], dict(c[1])) for c in calls)
+    return Reply(text=text, tool_calls=made)
 
 
 def rate_limited(retry_after: float | str | None = 1, *, in_ms: bool = False) -> Reply:

@@ -5,6 +5,7 @@ inside `{"error": ...}`."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
 from collections.abc import Mapping
@@ -37,12 +38,18 @@ class OpenAIWire:
 
     def completion(self, request: FakeRequest, answer: Answer, new_id: NewId) -> ChatCompletion:
         prompt_tokens, completion_tokens = tokens(request.text), tokens(answer.text)
+        calls = [{"id": c.id or new_id("call_fake"), "type": "function",
+                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                 for c in answer.tool_calls]
+        message = ChatCompletionMessage.model_validate(
+            {"role": "assistant", "refusal": None,
+             "content": answer.text or (None if calls else ""),
+             **({"tool_calls": calls} if calls else {})})
         return ChatCompletion(
             id=new_id("chatcmpl-fake"), object="chat.completion", created=int(time.time()),
             model=request.model or "", system_fingerprint="fp_fake",
-            choices=[Choice(index=0, finish_reason="stop", logprobs=None,
-                            message=ChatCompletionMessage(role="assistant", content=answer.text,
-                                                          refusal=None))],
+            choices=[Choice(index=0, finish_reason="tool_calls" if calls else "stop",
+                            logprobs=None, message=message)],
             usage=CompletionUsage(prompt_tokens=prompt_tokens,
                                   completion_tokens=completion_tokens,
                                   total_tokens=prompt_tokens + completion_tokens))

@@ -63,6 +63,7 @@ class Routes:
         app = web.Application(middlewares=[self.errors], client_max_size=MAX_BODY)
         app.add_routes([
             web.post("/v1/chat/completions", self.chat),
+            web.post("/v1/responses", self.responses),
             web.post("/v1/messages", self.messages),
             web.post("/v1/files", self.upload_file),
             web.get("/v1/files/{id}", self.get_file),
@@ -107,6 +108,9 @@ class Routes:
 
     async def chat(self, request: web.Request) -> web.Response:
         return await self._generate(self.api.openai, request)
+
+    async def responses(self, request: web.Request) -> web.Response:
+        return await self._generate(self.api.responses, request)
 
     async def messages(self, request: web.Request) -> web.Response:
         return await self._generate(self.api.anthropic, request)

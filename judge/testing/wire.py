@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from judge.testing.faults import FakeRequest
+from judge.testing.faults import FakeRequest, ToolCall
 
 #: the pydantic type of a successful answer (ChatCompletion, Message)
 C = TypeVar("C", bound=BaseModel)
@@ -43,10 +43,11 @@ class DropConnection(Exception):
 @dataclass(frozen=True)
 class Answer:
     """The completion text, and the verdict object when the text is one (a tool-use answer
-    carries the object itself)."""
+    carries the object itself); `tool_calls`: calls of the agent's tools the model makes."""
 
     text: str
     verdict: dict[str, Any] | None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class Wire(Protocol[C_co]):
