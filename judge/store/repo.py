@@ -20,6 +20,7 @@ from judge.store.calls import DbCallCache
 from judge.store.db import (
     DEFAULT_BUSY_TIMEOUT_MS,
     JsonText,
+    MissingDatabase,
     as_utc,
     bulk_insert,
     database_url,
@@ -58,19 +59,29 @@ T_CAL: Any = tables.CalibrationRow.__table__
 _CHUNK = 500
 
 
-def open_store(url: str | None = None, *,
-               busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Store:
+def open_store(url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+               create: bool = True) -> Store:
     """Open (and migrate) the database at `url` (default: ./judge.db). Callers take both
-    values from Settings (`database_url`, `db_busy_timeout_ms`)."""
+    values from Settings (`database_url`, `db_busy_timeout_ms`). Without `create`, only a
+    database that already holds judge's tables is opened (an older schema is still
+    migrated): a missing SQLite file or an empty database is a MissingDatabase."""
     resolved = database_url(url)
-    engine = make_engine(resolved, busy_timeout_ms=busy_timeout_ms)
+    engine = make_engine(resolved, busy_timeout_ms=busy_timeout_ms, create=create)
     try:
         with store_errors(resolved):
+            if not create and not _has_schema(engine):
+                raise MissingDatabase(f"database {display_url(resolved)} holds no judge "
+                                      "tables")
             migrate(engine)
     except StoreError:
         engine.dispose()
         raise
     return Store(engine, resolved, busy_timeout_ms=busy_timeout_ms)
+
+
+def _has_schema(engine: Engine) -> bool:
+    with engine.connect().execution_options(judge_read=True) as conn, conn.begin():
+        return bool(conn.dialect.has_table(conn, "judge_migrations"))
 
 
 class Store:
