@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, Engine, RowMapping
@@ -55,6 +55,10 @@ T_RUN: Any = tables.RunRow.__table__
 T_VERDICT: Any = tables.VerdictRow.__table__
 T_LABEL: Any = tables.LabelRow.__table__
 T_CAL: Any = tables.CalibrationRow.__table__
+T_QUEUE: Any = tables.QueueRow.__table__
+
+#: what `Store.add_handed_label` did
+HandedLabel = Literal["added", "replayed", "not handed", "held"]
 
 _CHUNK = 500
 
@@ -415,6 +419,41 @@ class Store:
         """Append one label (a relabel supersedes, both stay) and update the queue.
         Returns False when this exact label was already stored."""
         return self.add_labels([label]) == 1
+
+    def add_handed_label(self, label: HumanLabel, *, request_key: str | None = None,
+                         direct: bool = False) -> HandedLabel:
+        """Store a label of an item the review queue handed out (`judge serve`), in one
+        transaction with the queue's update, and say what happened:
+
+        - "added": the annotator holds the item's claim (with `direct`: the item may be any
+          item nobody else holds, queued or not);
+        - "replayed": a label with this `request_key` is stored already (the same form sent
+          twice): nothing is added;
+        - "not handed": the annotator does not hold the item's claim (it was never handed to
+          them, they gave it back, or it went back to the queue when the lease expired);
+        - "held": with `direct`, another annotator holds the item.
+
+        `request_key` (one per form) is kept in the label's `import_key` column, whose
+        unique index also turns two copies of the form sent at the same moment into one
+        row."""
+        row = label_row(label, request_key)
+        who = label.annotator
+        with store_errors(self.url), self.engine.begin() as conn:
+            if request_key is not None and conn.execute(select(T_LABEL.c.id).where(
+                    T_LABEL.c.import_key == request_key)).first() is not None:
+                return "replayed"
+            entry = conn.execute(select(T_QUEUE.c.state, T_QUEUE.c.claimed_by).where(
+                T_QUEUE.c.item_id == label.item_id).with_for_update()).first()
+            holder = entry.claimed_by if entry is not None and entry.state == "claimed" \
+                else None
+            if holder is not None and holder != who:
+                return "held" if direct else "not handed"
+            if holder is None and not direct:
+                return "not handed"
+            if conn.execute(insert_ignore(T_LABEL, self.dialect), row).rowcount == 0:
+                return "replayed"  # the other copy of this form committed first
+            review_queue.record_label(conn, label.item_id, who)
+        return "added"
 
     def add_labels(self, labels: Sequence[HumanLabel], *,
                    import_keys: Sequence[str | None] | None = None) -> int:
