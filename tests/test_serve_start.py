@@ -215,3 +215,14 @@ def _csrf(c: httpx.Client, page: str | None = None) -> str:
     from serve_live import csrf_of
 
     return csrf_of(page if page is not None else c.get("/").text)
+
+
+@pytest.mark.parametrize("lease", [float("nan"), float("inf"), 1e300, 0.0, -1.0, 86_401.0])
+def test_the_app_refuses_a_lease_it_cannot_keep(lease: float) -> None:
+    """The library's config checks the lease too (the CLI's bounds are narrower)."""
+    from judge.errors import InputError
+    from judge.serve import ServeConfig
+
+    with pytest.raises(InputError, match="lease_s"):
+        ServeConfig(lease_s=lease)
+    assert ServeConfig(lease_s=0.5).lease_s == 0.5  # short leases are for tests

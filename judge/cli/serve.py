@@ -118,22 +118,25 @@ def serve(
         try:
             store = open_database(db, create=create)
         except MissingDatabase as exc:
-            die(f"{exc.message}: judge serve opens an existing database (made by judge "
-                "grade, run or review); pass --create to start a new, empty one")
+            die(f"{exc.message}: judge serve opens an existing database (the one judge "
+                "grade or judge run filled); pass --create to start a new, empty one")
         with store:
+            application = create_app(store, ServeConfig(
+                lease_s=lease, n_boot=n_boot, allowed_hosts=hosts,
+                secure_cookies=secure_cookies, allow_direct=admins))
+            names = {t.annotator for t in store.annotators.tokens()}
             sockets = bind(host, port)  # before any message: a busy port is the only line
             if not loopback:
                 warn(f"WARNING: serving on {host}, reachable from other machines. Annotator "
                      "tokens and trace text cross the network: put it behind TLS (a reverse "
                      "proxy) and pass --secure-cookies.")
-            if not store.annotators.tokens():
+            if not names:
                 warn("no annotator tokens yet: make one with `judge serve tokens add NAME`")
             if admins:
                 warn("direct labelling allowed for " + ", ".join(sorted(admins)) + ": they "
                      "may label any item nobody holds by its id; each such label is logged")
-            application = create_app(store, ServeConfig(
-                lease_s=lease, n_boot=n_boot, allowed_hosts=hosts,
-                secure_cookies=secure_cookies, allow_direct=admins))
+                for name in sorted(admins - names):
+                    warn(f"--allow-direct {name}: no live token has that name (yet)")
             _log_to_stderr()
             echo(f"judge serve: {field(store.where)} on "
                  f"http://{shown_address(host, bound_port(sockets))}/ (Ctrl-C stops)", err=True)
