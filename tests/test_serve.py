@@ -359,3 +359,18 @@ def test_sign_out_ends_the_session_and_the_cookie_is_not_the_token(filled: Store
         filled.annotators.revoke("asha")
         assert again.get("/").status_code == 303
     assert labels_of(filled) == []
+
+
+def test_a_session_started_on_one_process_works_on_another(
+        filled: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `judge serve` processes behind one address share the database, and so the
+    sessions: signed in on one, a browser is signed in on the other; signed out on one, on
+    neither."""
+    monkeypatch.setenv("JUDGE_SERVE_SECRET", "one secret for both processes")
+    token = filled.annotators.add_token("asha")
+    with live(filled) as first, live(filled) as second:
+        a = client(first, token)
+        b = httpx.Client(base_url=second, cookies=dict(a.cookies), follow_redirects=False)
+        assert b.get("/").status_code == 200
+        assert post(b, "/logout", {}).status_code == 303
+        assert a.get("/").status_code == 303

@@ -226,3 +226,33 @@ def test_the_app_refuses_a_lease_it_cannot_keep(lease: float) -> None:
     with pytest.raises(InputError, match="lease_s"):
         ServeConfig(lease_s=lease)
     assert ServeConfig(lease_s=0.5).lease_s == 0.5  # short leases are for tests
+
+
+def test_connections_to_the_bound_sockets_are_nodelay() -> None:
+    """bind() makes TCP sockets asyncio recognises as TCP, so each accepted connection gets
+    TCP_NODELAY: without it (proto 0) every page's second write waited for the client's
+    delayed ACK, ~40 ms a page (benchmarks/serve.py's round trips showed it)."""
+    import asyncio
+
+    from judge.serve.listen import bind
+
+    [sock] = bind("127.0.0.1", 0)
+    seen: list[int] = []
+
+    async def main() -> None:
+        async def on_connect(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            seen.append(w.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP,
+                                                               socket.TCP_NODELAY))
+            w.close()
+
+        server = await asyncio.start_server(on_connect, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.01)
+            writer.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

@@ -93,7 +93,9 @@ def bind(host: str, port: int) -> list[socket.socket]:
     bound: list[socket.socket] = []
     try:
         for af, sockaddr in addresses:
-            sock = socket.socket(af, socket.SOCK_STREAM)
+            # proto TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP, and
+            # without it every page waited ~40 ms on the client's delayed ACK (Nagle)
+            sock = socket.socket(af, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             try:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 if af == socket.AF_INET6:
