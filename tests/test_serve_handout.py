@@ -167,3 +167,21 @@ def test_undo_then_relabel_is_still_allowed(filled: Store) -> None:
         again = asha.get(back.headers["location"]).text
         assert asha.post("/label", data=_label_form(again, first, "unsure")).status_code == 303
     assert [lb.label for lb in filled.labels_for(annotator="asha")] == ["pass", "unsure"]
+
+
+def test_skipping_ids_one_does_not_hold_remembers_nothing(filled: Store) -> None:
+    from serve_live import Live
+
+    server = Live(filled)
+    url = server.start()
+    try:
+        asha = client(url, filled.annotators.add_token("asha"))
+        queue = asha.get("/").text
+        for n in range(30):  # made-up ids and bo's item: nothing of hers to give back
+            asha.post("/skip", data={"csrf_token": csrf_of(queue), "id": f"made/up#{n}:r"})
+        mine = location_item(post(asha, "/next", {}))
+        page = asha.get("/item", params={"id": mine}).text
+        asha.post("/skip", data={"csrf_token": csrf_of(page), "id": mine})
+        assert server.app.state.review.desk("asha").skipped == [mine]
+    finally:
+        server.stop()

@@ -371,9 +371,11 @@ async def label(request: Request, review: Review, who: str) -> Response:
 
 
 def _skip(review: Review, who: str, item_id: str, rubric: str) -> str | None:
-    review.store.queue.release(item_id, who)
+    # only an item given back is remembered: any other id posted here (made up, someone
+    # else's) would only grow the desk and every later claim's exclusion list
+    released = review.store.queue.release(item_id, who)
     desk = review.desk(who)
-    if item_id not in desk.skipped:
+    if released and item_id not in desk.skipped:
         desk.skipped.append(item_id)
     return _claim_next(review, who, rubric)
 
