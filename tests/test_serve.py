@@ -106,8 +106,8 @@ def test_security_headers(filled: Store) -> None:
         page = login.get("/login")
         r = login.post("/login", data={"csrf_token": csrf_of(page.text), "token": token})
         set_cookie = r.headers["set-cookie"].lower()
-        assert "judge_token=" in set_cookie and "httponly" in set_cookie \
-            and "samesite=strict" in set_cookie
+        assert "judge_session=" in set_cookie and token.lower() not in set_cookie
+        assert "httponly" in set_cookie and "samesite=strict" in set_cookie
         assert cookie == "" or "httponly" in cookie.lower()
         # a Host that is not loopback is refused (DNS rebinding)
         assert c.get("/", headers={"host": "evil.example"}).status_code == 400
@@ -333,3 +333,44 @@ def test_a_note_with_nul_is_refused(filled: Store) -> None:
         r = post(c, "/label", {"id": iid, "label": "pass", "note": "nul\x00byte"}, page)
         assert r.status_code == 400 and "NUL" in r.text
     assert labels_of(filled) == []
+
+
+def test_sign_out_ends_the_session_and_the_cookie_is_not_the_token(filled: Store) -> None:
+    token = filled.annotators.add_token("asha")
+    with live(filled) as url:
+        c = client(url, token)
+        session = c.cookies["judge_session"]
+        assert session != token and token not in session
+        assert c.get("/").status_code == 200
+        assert post(c, "/logout", {}).status_code == 303
+        # the cookie copied before signing out signs nobody in afterwards
+        stolen = httpx.Client(base_url=url, cookies={"judge_session": session},
+                              follow_redirects=False)
+        assert stolen.get("/").status_code == 303
+        assert stolen.post("/next", data={}).status_code == 403
+        # nor does the token itself work as a cookie
+        assert httpx.get(f"{url}/", cookies={"judge_session": token},
+                         follow_redirects=False).status_code == 303
+        # the token still signs in: a new session
+        again = client(url, token)
+        assert again.cookies["judge_session"] != session
+        assert again.get("/").status_code == 200
+        # revoking the token ends its live sessions too
+        filled.annotators.revoke("asha")
+        assert again.get("/").status_code == 303
+    assert labels_of(filled) == []
+
+
+def test_a_session_started_on_one_process_works_on_another(
+        filled: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `judge serve` processes behind one address share the database, and so the
+    sessions: signed in on one, a browser is signed in on the other; signed out on one, on
+    neither."""
+    monkeypatch.setenv("JUDGE_SERVE_SECRET", "one secret for both processes")
+    token = filled.annotators.add_token("asha")
+    with live(filled) as first, live(filled) as second:
+        a = client(first, token)
+        b = httpx.Client(base_url=second, cookies=dict(a.cookies), follow_redirects=False)
+        assert b.get("/").status_code == 200
+        assert post(b, "/logout", {}).status_code == 303
+        assert a.get("/").status_code == 303

@@ -72,9 +72,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_up(base: str) -> None:
+def _wait_up(base: str, proc: subprocess.Popen[str] | None = None) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"judge serve exited {proc.returncode}: "
+                                 f"{proc.stderr.read() if proc.stderr else ''}")
         try:
             httpx.get(f"{base}/login", timeout=1)
             return
@@ -92,7 +95,7 @@ def test_serve_runs_on_loopback_over_the_same_store(tmp_path: Path) -> None:
     proc = _serve(["--port", str(port)], url)
     try:
         base = f"http://127.0.0.1:{port}"
-        _wait_up(base)
+        _wait_up(base, proc)
         c = client(base, token)
         page = c.get("/")
         assert page.status_code == 200 and "uncalibrated" in page.text
@@ -104,9 +107,9 @@ def test_serve_runs_on_loopback_over_the_same_store(tmp_path: Path) -> None:
 def test_serve_warns_loudly_off_loopback(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     port = _free_port()
-    proc = _serve(["--host", "0.0.0.0", "--port", str(port)], url)
+    proc = _serve(["--host", "0.0.0.0", "--port", str(port), "--create"], url)
     try:
-        _wait_up(f"http://127.0.0.1:{port}")
+        _wait_up(f"http://127.0.0.1:{port}", proc)
     finally:
         err = _stop(proc)
     assert "WARNING: serving on 0.0.0.0, reachable from other machines" in err

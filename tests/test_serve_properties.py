@@ -80,3 +80,65 @@ def test_only_tokens_made_for_the_session_pass(sent: str, session: str) -> None:
     assert not csrf.valid(req, good, session + "x")  # another session's token
     assert not csrf.valid(_request("m" * 32), good, session)  # another browser's nonce
     assert not csrf.valid(_request(nonce, "http://evil.example"), good, session)
+
+
+# -- the parsers of judge serve's options ------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.sampled_from(HOSTILE),
+                 st.ip_addresses().map(str), st.from_regex(r"[a-z0-9.-]{1,70}", fullmatch=True)))
+def test_a_host_is_an_address_a_name_or_one_clear_error(host: str) -> None:
+    """Any --host text is accepted as an IP address or a DNS-shaped name, or refused with a
+    ListenError naming it; never another exception."""
+    import ipaddress
+
+    from judge.serve.listen import ListenError, check_host
+
+    try:
+        got = check_host(host)
+    except ListenError as exc:
+        assert "--host" in exc.message
+        return
+    try:
+        ipaddress.ip_address(got)
+    except ValueError:  # a name: what resolvers take
+        assert got.isascii() and " " not in got and 0 < len(got) <= 253
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(str)),
+       st.sampled_from([0, 1, 80, 65535]))
+def test_binding_any_address_listens_or_is_one_clear_error(host: str, port: int) -> None:
+    from judge.serve.listen import ListenError, bind
+
+    try:
+        sockets = bind(host, port)
+    except ListenError as exc:
+        assert exc.message.startswith("cannot listen on") and "\n" not in exc.message
+        return
+    for sock in sockets:
+        sock.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.one_of(st.text(max_size=60), st.sampled_from(HOSTILE),
+                       st.sampled_from(["sqlite:///x.db", "postgresql://u@h/d", "x.db", "a b",
+                                        "mysql://h/d", "postgres://u:p@h:99999/d",
+                                        "sqlite://"])))
+def test_a_database_url_is_accepted_or_one_clear_error_and_nothing_is_made(
+        value: str, tmp_path_factory: Any) -> None:
+    import os
+
+    from judge.cli.database import check_database_url
+    from judge.errors import ConfigError
+
+    here = tmp_path_factory.mktemp("db")
+    before = os.getcwd()
+    os.chdir(here)
+    try:
+        check_database_url(value, "--db")
+    except ConfigError as exc:
+        assert exc.message.startswith("--db ") and "\n" not in exc.message
+    finally:
+        os.chdir(before)
+    assert list(here.iterdir()) == []  # checking makes nothing

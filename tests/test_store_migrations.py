@@ -26,7 +26,7 @@ from judge.store.migrations import MIGRATIONS, migrate
 NAMES = ["0001_initial_schema", "0002_verdicts_item_run_index", "0003_grading_work",
          "0004_drop_redundant_indexes", "0005_render_memo", "0006_label_import_key",
          "0007_provider_call_validity",
-         "0008_annotator_tokens_and_reveals"]
+         "0008_annotator_tokens_and_reveals", "0009_serve_sessions"]
 
 #: The schema after the last migration. Column types are the words of TYPES; "serial" is an
 #: autoincrement integer id. `unique` maps PostgreSQL's constraint name to its columns (SQLite
@@ -249,6 +249,18 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "primary_key": "id",
         "indexes": {"ix_label_reveals_item_annotator": "item_id, annotator"},
     },
+    "serve_sessions": {
+        "columns": {
+            "session_hash": "text NOT NULL",
+            "token_hash": "text NOT NULL",
+            "annotator": "text NOT NULL",
+            "created_at": "time NOT NULL",
+            "expires_at": "time NOT NULL",
+            "ended_at": "time",
+        },
+        "primary_key": "session_hash",
+        "indexes": {"ix_serve_sessions_expires_at": "expires_at"},
+    },
 }
 
 #: The words of EXPECTED as each database reports them.
@@ -275,6 +287,7 @@ ADDED_BY = {
     "0007_provider_call_validity": [("provider_calls", "column:invalid_reason")],
     "0008_annotator_tokens_and_reveals": [("annotator_tokens", None),
                                           ("label_reveals", None)],
+    "0009_serve_sessions": [("serve_sessions", None)],
 }
 
 #: Indexes that the released 0001 made while tables.py still declared them; 0004 drops them.

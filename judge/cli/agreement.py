@@ -69,10 +69,9 @@ def agreement(
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None,
                 db: str | None) -> LabelledVerdicts:
-    from judge.settings import Settings
-    from judge.store import open_store  # only database mode pays for the import
+    from judge.cli.database import open_database  # only database mode pays for the import
 
-    with open_store(db or Settings.load().database_url) as store:
+    with open_database(db) as store:
         return from_store(store, rubric, prompt_version=prompt_version, model=model)
 
 

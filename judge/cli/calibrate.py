@@ -169,19 +169,19 @@ def fit(
         _check_target(target)
         from judge.calibration.build import MIN_PER_CLASS
         from judge.calibration.regrade import calibrate_rubric
+        from judge.cli.database import open_database
         from judge.cli.progress import progress_bar
         from judge.grading.jury import build_judges, judge_of
         from judge.prompts import load_prompt
         from judge.providers.registry import default_model_spec
         from judge.settings import Settings
-        from judge.store import open_store
 
         settings = Settings.load(model=model, base_url=base_url, database_url=db,
                                  jury=jury_list(jury), samples=samples, temperature=temperature)
         prompt = load_prompt(rubric)  # an unknown rubric fails before the database is opened
         provider, panel = build_judges(settings, settings.model or default_model_spec(settings))
         judged_by = judge_of(provider, panel, rubric)[1]
-        with open_store(settings.database_url) as store, \
+        with open_database(settings=settings) as store, \
                 progress_bar("re-grading labelled items", progress) as bar:
             result = calibrate_rubric(
                 store, rubric, provider, settings, prompt=prompt, target=target, seed=seed,
@@ -329,11 +329,10 @@ def compare(
             assert rubric is not None
             from judge.calibration.compare import probe_sides
             from judge.calibration.versions import compare_versions
+            from judge.cli.database import open_database
             from judge.probes.run import stored_probe
-            from judge.settings import Settings
-            from judge.store import open_store
 
-            with open_store(db or Settings.load().database_url) as store:
+            with open_database(db) as store:
                 result = compare_versions(store, rubric, old, new, model=model, seed=seed)
                 result["probes"] = probe_sides(
                     stored_probe(store, rubric, old, model or result["old"]["model"]),

@@ -58,19 +58,19 @@ def probe(
     with cli_errors():
         if limit is not None and limit < 1:
             die("--limit must be at least 1")
+        from judge.cli.database import open_database
         from judge.cli.progress import progress_bar
         from judge.grading.jury import build_judges
         from judge.probes.run import probe_rubric
         from judge.prompts import load_prompt
         from judge.providers.registry import default_model_spec
         from judge.settings import Settings
-        from judge.store import open_store
 
         settings = Settings.load(model=model, base_url=base_url, database_url=db,
                                  jury=jury_list(jury), samples=samples, temperature=temperature)
         prompt = load_prompt(rubric, version)  # unknown rubric or version: before the db
         provider, panel = build_judges(settings, settings.model or default_model_spec(settings))
-        with open_store(settings.database_url) as store, \
+        with open_database(settings=settings) as store, \
                 progress_bar("grading items and variants", progress) as bar:
             result = probe_rubric(store, rubric, provider, settings, prompt=prompt,
                                   limit=limit, on_start=bar.total, on_result=bar.tick,

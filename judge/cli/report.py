@@ -88,11 +88,10 @@ def agreement(
 
 def _from_store(rubric: str, prompt_version: str | None, model: str | None, db: str | None,
                 calibration: Path | None, n_boot: int, seed: int) -> AgreementReport:
+    from judge.cli.database import open_database
     from judge.reports import report_from_store
-    from judge.settings import Settings
-    from judge.store import open_store
 
-    with open_store(db or Settings.load().database_url) as store:
+    with open_database(db) as store:
         return report_from_store(store, rubric, prompt_version=prompt_version, model=model,
                                  calibration_root=calibration, n_boot=n_boot, seed=seed)
 

@@ -2,13 +2,18 @@
 `judge review` and `judge label`).
 
 Reads and writes run in Starlette's thread pool (the store is synchronous SQLAlchemy); every
-write is a POST with a CSRF token; every page needs a signed-in annotator. Routes:
+write is a POST with a CSRF token; every page needs a signed-in annotator (a session started
+by signing in with a token: judge.serve.auth). An annotator labels only what the queue handed
+to them (the item's claim is theirs when the label is stored, in the same transaction);
+annotators named in `ServeConfig.allow_direct` may also label any item nobody else holds by
+its id, and each such label is logged and marked `"direct": true` in its metadata. Each label
+form carries a one-time id: the same form sent twice stores one label. Routes:
 
     GET  /login, POST /login, POST /logout
     GET  /                      the queue: counts by reason and rubric, agreement, "next"
     POST /next                  claim (or resume) an item, then go to it
     GET  /item?id=ID            the blind item page (yours while you hold its lease)
-    POST /label                 save a label, then claim the next item
+    POST /label                 save a label of the item you hold, then claim the next one
     POST /skip, POST /undo      give this item back / go back to the one you just labelled
     POST /renew                 the page's heartbeat: extend your lease (204)
     POST /reveal                show the judge's verdict of an item you labelled (recorded)
@@ -18,6 +23,11 @@ write is a POST with a CSRF token; every page needs a signed-in annotator. Route
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import math
+import secrets
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,7 +39,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -37,16 +47,30 @@ from starlette.staticfiles import StaticFiles
 from judge.errors import InputError, JudgeError, StoreError
 from judge.formats import HumanLabel
 from judge.review.labeling import check_label
-from judge.serve.auth import CSRF_COOKIE, CSRF_FIELD, CSRF_HEADER, TOKEN_COOKIE, Csrf, session_id
+from judge.safe_text import one_line
+from judge.serve.auth import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    Csrf,
+    session_id,
+)
 from judge.serve.headers import REPORT_CSP, SecurityHeaders
+from judge.serve.listen import LOOPBACK_NAMES
 from judge.serve.templating import environment
 from judge.serve.views import item_view, verdict_lines
 from judge.store import Store
+from judge.store.annotators import SESSION_S
+
+log = logging.getLogger("judge.serve")
 
 STATIC = Path(__file__).parent / "static"
-LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+LOOPBACK_HOSTS = LOOPBACK_NAMES
 LABEL_KEYS = {"p": "pass", "f": "fail", "u": "unsure"}
 MAX_NOTE = 4000
+#: the longest claim lease `judge serve` takes (a day): an open page renews it anyway
+MAX_LEASE_S = 86_400.0
 
 
 @dataclass
@@ -60,10 +84,28 @@ class Desk:
 
 @dataclass
 class ServeConfig:
+    """`lease_s`: seconds a claim lasts unless the page renews it (finite, 0 < s ≤ a day);
+    `allow_direct`: annotators (admins) who may label any item by id, not only what the
+    queue handed them; `session_s`: how long a sign-in lasts."""
+
     lease_s: float = 300.0
     n_boot: int = 1000
     allowed_hosts: list[str] = field(default_factory=lambda: list(LOOPBACK_HOSTS))
     secure_cookies: bool = False
+    allow_direct: frozenset[str] = frozenset()
+    session_s: float = SESSION_S
+
+    def __post_init__(self) -> None:
+        for name in ("lease_s", "session_s"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or \
+                    not 0 < value <= (MAX_LEASE_S if name == "lease_s" else 366 * 86_400):
+                raise InputError(f"{name}: want a finite number of seconds above 0 (at most "
+                                 f"{MAX_LEASE_S:.0f} for the lease), got {value!r}",
+                                 field=name)
+        if self.n_boot < 1:
+            raise InputError(f"n_boot: want 1 or more, got {self.n_boot!r}", field="n_boot")
+        self.allow_direct = frozenset(self.allow_direct)
 
 
 class Forbidden(Exception):
@@ -103,8 +145,8 @@ class Review:
                             secure=self.config.secure_cookies)
 
     def who(self, request: Request) -> str | None:
-        token = request.cookies.get(TOKEN_COOKIE)
-        return self.store.annotators.who(token) if token else None
+        secret = request.cookies.get(SESSION_COOKIE)
+        return self.store.annotators.session(secret) if secret else None
 
 
 def _go(path: str, **query: str | None) -> RedirectResponse:
@@ -176,17 +218,20 @@ async def login(request: Request) -> Response:
                            error="this form has expired; try again")
     token = form.get("token")
     token = token.strip() if isinstance(token, str) else ""
-    who = await run_in_threadpool(review.store.annotators.who, token)
-    if who is None:
+    started = await run_in_threadpool(review.store.annotators.start_session, token,
+                                      lifetime_s=review.config.session_s)
+    if started is None:
         return review.page(request, "login.html", 403, who=None, error="unknown or revoked token")
     response = _go("/")
-    review.set_cookie(response, TOKEN_COOKIE, token)
+    review.set_cookie(response, SESSION_COOKIE, started[0])  # the session, never the token
     return response
 
 
 async def logout(request: Request, review: Review, who: str) -> Response:
+    await run_in_threadpool(review.store.annotators.end_session,
+                            request.cookies.get(SESSION_COOKIE, ""))
     response = _go("/login")
-    response.delete_cookie(TOKEN_COOKIE, path="/")
+    response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
 
@@ -249,7 +294,8 @@ def _item_context(review: Review, who: str, item_id: str) -> dict[str, Any]:
     # No count of what is left here: counting the queue is a scan, and this page must stay
     # fast with 100,000 items queued (the queue page has the counts).
     return {"entry": entry, "item": item_view(item_id, data, entry.rubric if entry else None),
-            "mine": mine, "labelled": labelled, "n_done": len(review.desk(who).done)}
+            "mine": mine, "labelled": labelled, "n_done": len(review.desk(who).done),
+            "once": secrets.token_urlsafe(16)}
 
 
 async def item_page(request: Request, review: Review, who: str) -> Response:
@@ -261,21 +307,44 @@ async def item_page(request: Request, review: Review, who: str) -> Response:
                        rubric=q.get("rubric", ""), **ctx)
 
 
+def request_key(who: str, item_id: str, once: str, value: str, key: str | None,
+                evidence: int | None, note: str | None) -> str | None:
+    """The identity of one sent label form: the same form sent again has the same key (and
+    stores nothing new); a form without its one-time id has none."""
+    if not once:
+        return None
+    ident = json.dumps([who, item_id, once, value, key, evidence, note], ensure_ascii=True)
+    return "serve:" + hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _save_label(review: Review, who: str, item_id: str, value: str, key: str | None,
-                evidence: int | None, note: str | None, rubric: str) -> str | None:
+                evidence: int | None, note: str | None, rubric: str, once: str) -> str | None:
     store = review.store
     entry = store.queue.get(item_id)
-    if entry is not None and entry.state == "claimed" and entry.claimed_by != who:
-        raise Forbidden("someone else holds this item now (your lease expired)")
-    if entry is None and store.get_item(item_id) is None:
+    data = store.get_item(item_id)
+    if entry is None and data is None:
         raise InputError(f"unknown item {item_id!r}", field="id")
-    check_label(store.get_item(item_id), value, key, evidence, item_id=item_id, annotator=who)
-    store.add_label(HumanLabel(item_id=item_id, label=value, violated_key=key,
-                               evidence_event=evidence, annotator=who, note=note,
-                               metadata={"via": "serve"}))
-    desk = review.desk(who)
-    desk.done.append(item_id)
-    return _claim_next(review, who, rubric)
+    handed = entry is not None and entry.state == "claimed" and entry.claimed_by == who
+    direct = not handed and who in review.config.allow_direct
+    check_label(data, value, key, evidence, item_id=item_id, annotator=who)
+    meta: dict[str, object] = {"via": "serve", "direct": True} if direct else {"via": "serve"}
+    outcome = store.add_handed_label(
+        HumanLabel(item_id=item_id, label=value, violated_key=key, evidence_event=evidence,
+                   annotator=who, note=note, metadata=meta),
+        request_key=request_key(who, item_id, once, value, key, evidence, note),
+        direct=direct)
+    if outcome == "held" or (outcome == "not handed" and entry is not None
+                             and entry.state == "claimed"):
+        raise Forbidden("someone else holds this item now (your claim on it ended)")
+    if outcome == "not handed":
+        raise Forbidden("this item is not yours to label: you label the items the queue "
+                        "hands you (take the next one from the queue)")
+    if outcome == "added":
+        review.desk(who).done.append(item_id)
+        if direct:
+            log.warning("judge serve: %s labelled %s directly (--allow-direct: not handed "
+                        "out by the queue)", one_line(who), one_line(item_id))
+    return _claim_next(review, who, rubric)  # a form sent twice: as the first time
 
 
 async def label(request: Request, review: Review, who: str) -> Response:
@@ -286,6 +355,7 @@ async def label(request: Request, review: Review, who: str) -> Response:
     raw_ev = await _field(request, "evidence", 20)
     note = (await _field(request, "note", MAX_NOTE)).strip() or None
     rubric = await _field(request, "rubric", 200)
+    once = await _field(request, "once", 100)
     if note is not None and "\x00" in note:
         raise InputError("note: a NUL character cannot be stored", field="note")
     if value != "fail":
@@ -296,14 +366,16 @@ async def label(request: Request, review: Review, who: str) -> Response:
         raise InputError(f"evidence: want an event seq, got {raw_ev!r}",
                          field="evidence") from None
     nxt = await run_in_threadpool(_save_label, review, who, item_id, value, key, evidence,
-                                  note, rubric)
+                                  note, rubric, once)
     return _next_or_queue(nxt, saved=item_id, rubric=rubric, **{"as": value})
 
 
 def _skip(review: Review, who: str, item_id: str, rubric: str) -> str | None:
-    review.store.queue.release(item_id, who)
+    # only an item given back is remembered: any other id posted here (made up, someone
+    # else's) would only grow the desk and every later claim's exclusion list
+    released = review.store.queue.release(item_id, who)
     desk = review.desk(who)
-    if item_id not in desk.skipped:
+    if released and item_id not in desk.skipped:
         desk.skipped.append(item_id)
     return _claim_next(review, who, rubric)
 
@@ -410,6 +482,12 @@ async def _not_found(request: Request, exc: Exception) -> Response:
                         status_code=404)
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client went away while sending its request: nobody is left to answer, and it is
+    not the server's error (no traceback in the log)."""
+    return Response(status_code=400)
+
+
 async def _server_error(request: Request, exc: Exception) -> Response:
     return HTMLResponse("<!doctype html><title>error</title><p>internal error: the server "
                         "log says more</p>", status_code=500)
@@ -439,6 +517,7 @@ def create_app(store: Store, config: ServeConfig | None = None) -> Starlette:
         routes=routes,
         middleware=[Middleware(SecurityHeaders),
                     Middleware(TrustedHostMiddleware, allowed_hosts=cfg.allowed_hosts)],
-        exception_handlers={404: _not_found, 500: _server_error})
+        exception_handlers={404: _not_found, 500: _server_error,
+                            ClientDisconnect: _client_gone})
     app.state.review = Review(store, cfg)
     return app

@@ -1,14 +1,17 @@
 """Who is asking, and did they mean to: sign-in by token, and CSRF tokens for every form.
 
-Sign-in: an annotator pastes the token `judge serve tokens add NAME` printed; the browser
-keeps it in an HttpOnly, SameSite=Strict cookie and the store checks its SHA-256 on every
-request (one indexed read). No page, read or write, is served without it.
+Sign-in: an annotator pastes the token `judge serve tokens add NAME` printed; that starts a
+session (judge.store.annotators): the browser keeps the session's random secret, never the
+token, in an HttpOnly, SameSite=Strict cookie, and the store checks its SHA-256 on every
+request (one indexed read). Signing out ends the session in the store, so the cookie is
+worthless from then on, even if it was copied; revoking the token ends its sessions too. No
+page, read or write, is served without a live session.
 
 CSRF: a *signed double-submit* token (OWASP's recommended variant), written here rather than
 taken from a library because it is a dozen lines and binds the token to the signed-in
 session, which the double-submit middlewares for Starlette (asgi-csrf, starlette-csrf) do
 not: a random nonce lives in its own SameSite=Strict cookie, and each form carries
-`nonce.HMAC(key, nonce | session)`, where session is the hash of the sign-in token (empty
+`nonce.HMAC(key, nonce | session)`, where session is the hash of the session cookie (empty
 before sign-in). A forged form lacks the nonce (another origin cannot read the cookie) and
 a planted cookie lacks the HMAC. The key is random per process unless JUDGE_SERVE_SECRET is
 set (several processes behind one address). Requests that carry an Origin header naming
@@ -24,7 +27,7 @@ import secrets
 
 from starlette.requests import Request
 
-TOKEN_COOKIE = "judge_token"
+SESSION_COOKIE = "judge_session"
 CSRF_COOKIE = "judge_csrf"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
@@ -64,8 +67,8 @@ def _b(text: str) -> bytes:
 
 
 def session_id(request: Request) -> str:
-    """What CSRF tokens are bound to: the hash of the sign-in cookie ("" when none)."""
-    token = request.cookies.get(TOKEN_COOKIE, "")
+    """What CSRF tokens are bound to: the hash of the session cookie ("" when none)."""
+    token = request.cookies.get(SESSION_COOKIE, "")
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest() if token else ""
 
 

@@ -4,6 +4,11 @@ A token is shown once, when it is made; the database keeps only its SHA-256 (a t
 random bits, so a fast hash is as good as a slow one and lets every request be checked with
 one indexed read). Revoking a name revokes all its tokens; a revoked token signs nobody in.
 
+Signing in with a token starts a *session*: a new random secret for the browser's cookie
+(only its SHA-256 is stored, with the token it came from and when it expires). The cookie
+never holds the token; ending a session (signing out) makes its secret worthless at once,
+and revoking a token ends every session it started.
+
 A reveal is recorded each time a person opens the judge's verdict of an item they labelled
 (the verdict stays hidden until then, so agreement is measured blind).
 """
@@ -13,20 +18,24 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from judge.errors import InputError
 from judge.store.db import as_utc, store_errors, utcnow
-from judge.store.tables import RevealRow, TokenRow
+from judge.store.tables import RevealRow, SessionRow, TokenRow
 
 T: Any = TokenRow.__table__
 R: Any = RevealRow.__table__
+S: Any = SessionRow.__table__
 
 TOKEN_PREFIX = "jdg_"
+SESSION_PREFIX = "jss_"
+#: how long a sign-in lasts unless the annotator signs out first
+SESSION_S = 12 * 3600.0
 
 
 def token_hash(token: str) -> str:
@@ -112,6 +121,47 @@ class Annotators:
             row = conn.execute(select(T.c.annotator).where(
                 T.c.token_hash == token_hash(token), T.c.revoked_at.is_(None))).first()
         return str(row[0]) if row is not None else None
+
+    # -- sessions -------------------------------------------------------------------------
+    def start_session(self, token: str, *, lifetime_s: float = SESSION_S
+                      ) -> tuple[str, str] | None:
+        """Sign in with a live token: (the new session's secret, the annotator), or None.
+        Sessions that ended or expired are cleared out on the way."""
+        if not token or len(token) > 200:
+            return None
+        now = utcnow()
+        secret = SESSION_PREFIX + secrets.token_urlsafe(32)
+        with store_errors(self._url), self._engine.begin() as conn:
+            row = conn.execute(select(T.c.annotator).where(
+                T.c.token_hash == token_hash(token), T.c.revoked_at.is_(None))).first()
+            if row is None:
+                return None
+            conn.execute(delete(S).where(or_(S.c.expires_at < now, S.c.ended_at.is_not(None))))
+            conn.execute(S.insert(), [{
+                "session_hash": token_hash(secret), "token_hash": token_hash(token),
+                "annotator": row[0], "created_at": now,
+                "expires_at": now + timedelta(seconds=lifetime_s), "ended_at": None}])
+        return secret, str(row[0])
+
+    def session(self, secret: str) -> str | None:
+        """The annotator a live session is signed in as (its token not revoked), or None."""
+        if not secret or len(secret) > 200:
+            return None
+        stmt = (select(S.c.annotator).select_from(S.join(T, T.c.token_hash == S.c.token_hash))
+                .where(S.c.session_hash == token_hash(secret), S.c.ended_at.is_(None),
+                       S.c.expires_at > utcnow(), T.c.revoked_at.is_(None)))
+        with store_errors(self._url), self._read() as conn:
+            row = conn.execute(stmt).first()
+        return str(row[0]) if row is not None else None
+
+    def end_session(self, secret: str) -> bool:
+        """Sign a session out: its secret signs nobody in from now on."""
+        if not secret or len(secret) > 200:
+            return False
+        stmt = (update(S).where(S.c.session_hash == token_hash(secret), S.c.ended_at.is_(None))
+                .values(ended_at=utcnow()))
+        with store_errors(self._url), self._engine.begin() as conn:
+            return bool(conn.execute(stmt).rowcount)
 
     # -- reveals --------------------------------------------------------------------------
     def record_reveal(self, item_id: str, annotator: str, verdict_id: int | None) -> None:

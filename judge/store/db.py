@@ -4,11 +4,19 @@ file or --db), else a SQLite file `judge.db` in the working directory.
 SQLite runs with WAL, a busy timeout and foreign keys on; PostgreSQL goes through psycopg 3
 (`postgresql+psycopg://`). Every driver error is turned into a one-line StoreError naming the
 database, so the CLI can print it and exit 2 without a traceback.
+
+A SQLite file is made only when the store is opened with `create` (the default); once open,
+the engine never makes one: every transaction first checks that the file it opened is still
+there, the same file (`SqliteFile`), and every later connection opens it read-write without
+create. Deleting or replacing the file under a running process (`judge serve`) then fails
+every read and write with one StoreError, instead of writing on into the deleted file (lost
+at exit) or into a fresh empty one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import time
@@ -17,6 +25,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from sqlalchemy import create_engine, event
@@ -57,18 +66,63 @@ def describe(exc: BaseException) -> str:
     return re.sub(r"\s*\(Background on this error.*$", "", line)
 
 
-def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
-    """An engine for `url` with the pragmas and timeouts judge relies on."""
+class MissingDatabase(StoreError):
+    """The database to open does not exist (or holds no judge tables), and the caller did
+    not ask for a new one."""
+
+
+class SqliteFile:
+    """The file a SQLite engine works on: its absolute path, and which file it was when the
+    store opened it (device and inode), so that a deleted or replaced file is noticed."""
+
+    def __init__(self, path: str, display: str) -> None:
+        self.path = os.path.abspath(path)
+        self.display = display
+        self.identity: tuple[int, int] | None = None
+
+    def remember(self) -> None:
+        st = os.stat(self.path)
+        self.identity = (st.st_dev, st.st_ino)
+
+    def check(self) -> None:
+        """Raise a StoreError unless the file opened is still at its path."""
+        if self.identity is None:
+            return
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise StoreError(f"database {self.display}: its file was deleted while open; "
+                             "nothing more is read or written (restore the file, or start "
+                             "again on a new database)") from None
+        except OSError as exc:
+            raise StoreError(f"database {self.display}: {exc.strerror or exc}") from None
+        if (st.st_dev, st.st_ino) != self.identity:
+            raise StoreError(f"database {self.display}: its file was replaced by another "
+                             "while open; nothing more is read or written (start again to "
+                             "open the new file)")
+
+
+def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+                create: bool = True) -> Engine:
+    """An engine for `url` with the pragmas and timeouts judge relies on. Without `create`,
+    a SQLite file that does not exist is a MissingDatabase, not a new file."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise StoreError(f"bad database URL {display_url(url)!r}: {describe(exc)}") from exc
     timeout = busy_timeout_ms
     if parsed.get_backend_name() == "sqlite":
+        memory = parsed.database in (None, "", ":memory:")
         engine = create_engine(
-            url, poolclass=StaticPool if parsed.database in (None, "", ":memory:") else None,
+            url, poolclass=StaticPool if memory else None,
             connect_args={"timeout": timeout / 1000, "isolation_level": None,
                           "check_same_thread": False})
+        if not memory and not parsed.query.get("uri"):  # a file URI is taken as it is
+            file = SqliteFile(str(parsed.database), display_url(url))
+            if not create and not os.path.isfile(file.path):
+                engine.dispose()
+                raise MissingDatabase(f"no database at {file.display}")
+            _guard_file(engine, file, create=create)  # its checks run before the pragmas
         _sqlite_pragmas(engine, timeout)
         return engine
     if parsed.get_backend_name() == "postgresql":
@@ -134,6 +188,31 @@ def _pg_nul_safe(engine: Engine) -> None:
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.adapters.register_dumper(str, NulSafeBinary)
         dbapi_conn.adapters.register_dumper(str, NulSafeText)
+
+
+def _guard_file(engine: Engine, file: SqliteFile, *, create: bool) -> None:
+    """Connections open `file` by its absolute path and never make it once it was opened
+    (or at all, without `create`); each transaction checks it is still the same file."""
+    uri = f"file:{quote(file.path)}?mode=rw"
+
+    @event.listens_for(engine, "do_connect")
+    def _on_do_connect(_dialect: Any, _record: Any, cargs: list[Any],
+                       cparams: dict[str, Any]) -> None:
+        file.check()
+        if file.identity is not None or not create:
+            cargs[:1] = [uri]
+            cparams["uri"] = True
+        else:
+            cargs[:1] = [file.path]
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(_dbapi_conn: Any, _record: Any) -> None:
+        if file.identity is None:
+            file.remember()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(_conn: Connection) -> None:
+        file.check()
 
 
 def _sqlite_pragmas(engine: Engine, busy_timeout_ms: int) -> None:

@@ -332,6 +332,25 @@ def _annotators(conn: Connection) -> None:
          "ON label_reveals (item_id, annotator)")
 
 
+@migration("0009_serve_sessions")
+def _serve_sessions(conn: Connection) -> None:
+    # `judge serve`: signing in with a token starts a session (only the SHA-256 of its secret
+    # is stored); the browser's cookie holds the session, never the token, and signing out
+    # ends it, so a copied cookie stops working. A session dies with its token's revocation.
+    _run(conn,
+         _table("serve_sessions", """
+            session_hash VARCHAR NOT NULL,
+            token_hash VARCHAR NOT NULL,
+            annotator VARCHAR NOT NULL,
+            created_at {timestamp} NOT NULL,
+            expires_at {timestamp} NOT NULL,
+            ended_at {timestamp},
+            PRIMARY KEY (session_hash)
+         """),
+         "CREATE INDEX IF NOT EXISTS ix_serve_sessions_expires_at "
+         "ON serve_sessions (expires_at)")
+
+
 # -- applying them -----------------------------------------------------------------------
 
 def applied(conn: Connection) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, Engine, RowMapping
@@ -20,6 +20,7 @@ from judge.store.calls import DbCallCache
 from judge.store.db import (
     DEFAULT_BUSY_TIMEOUT_MS,
     JsonText,
+    MissingDatabase,
     as_utc,
     bulk_insert,
     database_url,
@@ -54,23 +55,37 @@ T_RUN: Any = tables.RunRow.__table__
 T_VERDICT: Any = tables.VerdictRow.__table__
 T_LABEL: Any = tables.LabelRow.__table__
 T_CAL: Any = tables.CalibrationRow.__table__
+T_QUEUE: Any = tables.QueueRow.__table__
+
+#: what `Store.add_handed_label` did
+HandedLabel = Literal["added", "replayed", "not handed", "held"]
 
 _CHUNK = 500
 
 
-def open_store(url: str | None = None, *,
-               busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Store:
+def open_store(url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+               create: bool = True) -> Store:
     """Open (and migrate) the database at `url` (default: ./judge.db). Callers take both
-    values from Settings (`database_url`, `db_busy_timeout_ms`)."""
+    values from Settings (`database_url`, `db_busy_timeout_ms`). Without `create`, only a
+    database that already holds judge's tables is opened (an older schema is still
+    migrated): a missing SQLite file or an empty database is a MissingDatabase."""
     resolved = database_url(url)
-    engine = make_engine(resolved, busy_timeout_ms=busy_timeout_ms)
+    engine = make_engine(resolved, busy_timeout_ms=busy_timeout_ms, create=create)
     try:
         with store_errors(resolved):
+            if not create and not _has_schema(engine):
+                raise MissingDatabase(f"database {display_url(resolved)} holds no judge "
+                                      "tables")
             migrate(engine)
     except StoreError:
         engine.dispose()
         raise
     return Store(engine, resolved, busy_timeout_ms=busy_timeout_ms)
+
+
+def _has_schema(engine: Engine) -> bool:
+    with engine.connect().execution_options(judge_read=True) as conn, conn.begin():
+        return bool(conn.dialect.has_table(conn, "judge_migrations"))
 
 
 class Store:
@@ -404,6 +419,48 @@ class Store:
         """Append one label (a relabel supersedes, both stay) and update the queue.
         Returns False when this exact label was already stored."""
         return self.add_labels([label]) == 1
+
+    def add_handed_label(self, label: HumanLabel, *, request_key: str | None = None,
+                         direct: bool = False) -> HandedLabel:
+        """Store a label of an item the review queue handed out (`judge serve`), in one
+        transaction with the queue's update, and say what happened:
+
+        - "added": the annotator holds the item's claim (with `direct`: the item may be any
+          item nobody else holds, queued or not);
+        - "replayed": a label with this `request_key` is stored already (the same form sent
+          twice): nothing is added;
+        - "not handed": the annotator does not hold the item's claim (it was never handed to
+          them, they gave it back, or it went back to the queue when the lease expired);
+        - "held": with `direct`, another annotator holds the item.
+
+        `request_key` (one per form) is kept in the label's `import_key` column, whose
+        unique index also turns two copies of the form sent at the same moment into one
+        row."""
+        row = label_row(label, request_key)
+        who = label.annotator
+        with store_errors(self.url), self.engine.begin() as conn:
+            if request_key is not None and conn.execute(select(T_LABEL.c.id).where(
+                    T_LABEL.c.import_key == request_key)).first() is not None:
+                return "replayed"
+            entry = conn.execute(select(T_QUEUE.c.state, T_QUEUE.c.claimed_by).where(
+                T_QUEUE.c.item_id == label.item_id).with_for_update()).first()
+            # again under the queue row's lock: a copy of this form sent at the same moment
+            # may have waited for that lock while the first copy stored the label and freed
+            # the claim (PostgreSQL reads committed rows afresh after the wait)
+            if request_key is not None and entry is not None and conn.execute(
+                    select(T_LABEL.c.id).where(T_LABEL.c.import_key == request_key)
+            ).first() is not None:
+                return "replayed"
+            holder = entry.claimed_by if entry is not None and entry.state == "claimed" \
+                else None
+            if holder is not None and holder != who:
+                return "held" if direct else "not handed"
+            if holder is None and not direct:
+                return "not handed"
+            if conn.execute(insert_ignore(T_LABEL, self.dialect), row).rowcount == 0:
+                return "replayed"  # the other copy of this form committed first
+            review_queue.record_label(conn, label.item_id, who)
+        return "added"
 
     def add_labels(self, labels: Sequence[HumanLabel], *,
                    import_keys: Sequence[str | None] | None = None) -> int:

@@ -281,3 +281,15 @@ class RevealRow(_Row, table=Table(
         _when("created_at"),
         Index("ix_label_reveals_item_annotator", "item_id", "annotator"))):
     """A person looked at the judge's verdict of an item after labelling it (migration 0008)."""
+
+
+class SessionRow(_Row, table=Table(
+        "serve_sessions", metadata,
+        _str("session_hash", primary_key=True),  # sha256 hex of the cookie's secret
+        _str("token_hash"),  # the token it was started with (its revocation ends it)
+        _str("annotator"),
+        _when("created_at"),
+        _when("expires_at"),
+        _when("ended_at", nullable=True),
+        Index("ix_serve_sessions_expires_at", "expires_at"))):
+    """A signed-in browser of `judge serve`, until it signs out or expires (migration 0009)."""
