@@ -27,9 +27,10 @@ import select
 import signal
 import struct
 import sys
-from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (multiprocessing is imported by what forks, not by `judge check`)
+    from multiprocessing.connection import Connection
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _SMALL = 16384  # Connection._send_bytes sends header and body in one write below this
@@ -75,6 +76,9 @@ class ParentPipe:
 
     def __init__(self, conn: Connection, parent_pid: int, *, sentinel: int | None = None,
                  poll_s: float = 1.0) -> None:
+        from multiprocessing.reduction import ForkingPickler
+
+        self._dumps = ForkingPickler.dumps
         self.conn = conn
         self.fd = conn.fileno()
         self.parent_pid = parent_pid
@@ -88,7 +92,7 @@ class ParentPipe:
 
     def send(self, obj: Any) -> None:
         """Pickle `obj` and write it whole (raises ParentGone if the parent cannot read)."""
-        body = ForkingPickler.dumps(obj)
+        body = self._dumps(obj)
         n = len(body)
         if n <= _SMALL:
             self._write(frame_header(n) + body)

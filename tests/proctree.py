@@ -4,6 +4,7 @@
     tracked.record(proc.pid)          # the command and its descendants now (repeat freely)
     os.kill(proc.pid, signal.SIGKILL)
     left = tracked.wait_gone(deadline)   # [] once every recorded process has exited
+    tracked.close()                   # kills any left (no orphan of a failed test)
 
 Each recorded process is pinned by a pidfd (Linux 5.3+), so a pid reused after it exits is
 never mistaken for it, and `wait_gone` sleeps in `poll` until the kernel reports each exit
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import time
+from contextlib import suppress
 from pathlib import Path
 
 
@@ -102,7 +105,11 @@ class Tracked:
         return "; ".join(f"{pid} [{stat_of(pid)}] {self.names.get(pid, '?')}" for pid in pids)
 
     def close(self) -> None:
+        """Kill what is still alive (a failed test leaves no orphan), release the pidfds."""
         for fd in self.fds.values():
+            if not _exited(fd, 0):
+                with suppress(OSError):
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
             os.close(fd)
         self.fds.clear()
 
