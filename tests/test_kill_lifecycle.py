@@ -312,3 +312,98 @@ def test_sigkill_leaves_no_process_and_no_lock(command: str, store_url: str, tmp
                 p.kill()
                 p.wait()
         tracked.close()
+
+
+# -- the checks behind the assertions can fail -------------------------------------------------
+
+def test_the_holder_check_sees_a_live_holder(store_url: str) -> None:
+    """A process (named APP on PostgreSQL) holding a transaction open is reported."""
+    db = Db(store_url)
+    if db.sqlite is not None:
+        con = sqlite3.connect(db.sqlite)
+        con.execute("CREATE TABLE t (x)")
+        con.commit()
+        con.close()
+    code = ("import sys, time\n"
+            "if sys.argv[1].startswith('sqlite'):\n"
+            "    import sqlite3\n"
+            "    con = sqlite3.connect(sys.argv[1].removeprefix('sqlite:///'),"
+            " isolation_level=None)\n"
+            "    con.execute('BEGIN IMMEDIATE')\n"
+            "else:\n"
+            "    from sqlalchemy import create_engine, text\n"
+            "    conn = create_engine(sys.argv[1]).connect()\n"
+            "    conn.execute(text('CREATE TABLE t (x int)'))\n"
+            "print('holding', flush=True)\n"
+            "time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, store_url], text=True,
+                              stdout=subprocess.PIPE, env={**os.environ, "PGAPPNAME": APP})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        found = db.holders(set())
+        assert found, "a live holder went unseen"
+        if db.sqlite is not None:
+            assert any(f"pid {holder.pid} has judge.db open" in f for f in found)
+            assert any("no write lock at once" in f for f in found)
+        else:
+            assert "idle in transaction locks" in found[0]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- every other process the project starts ----------------------------------------------------
+
+def test_a_sigkilled_judge_check_leaves_no_worker(tmp_path: Path) -> None:
+    from test_checks_parallel import scenario_dir, trace_line
+
+    d = scenario_dir(tmp_path)
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(trace_line(i, vetoed=False) + "\n" for i in range(20_000)))
+    proc = subprocess.Popen([*CMD, "check", str(d), str(big), "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    tracked = Tracked()
+    try:
+        assert proc.stdout is not None and proc.stdout.read(100)  # checking has begun
+        deadline = time.monotonic() + 60
+        while len(tracked.record(proc.pid)) < 2:
+            assert time.monotonic() < deadline, "no worker processes"
+            time.sleep(0.02)
+        killed_at = time.monotonic()
+        proc.kill()
+        left = tracked.wait_gone(killed_at + KILL_TO_GONE_S)
+        assert not left, f"alive after SIGKILL of judge check: {tracked.describe(left)}"
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+        tracked.close()
+
+
+def test_the_fake_server_process_dies_with_its_starter() -> None:
+    code = ("from judge.testing.fakeserver import FakeProviderServer\n"
+            "import time\n"
+            "srv = FakeProviderServer(process=True).start()\n"
+            "print(srv._proc.pid, srv.port, flush=True)\n"
+            "time.sleep(60)\n")
+    starter = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    tracked = Tracked()
+    try:
+        assert starter.stdout is not None
+        server_pid, port = map(int, starter.stdout.readline().split())
+        tracked.record(starter.pid)
+        assert server_pid in tracked.fds
+        killed_at = time.monotonic()
+        starter.kill()
+        left = tracked.wait_gone(killed_at + KILL_TO_GONE_S)
+        assert not left, f"the fake server outlived its starter: {tracked.describe(left)}"
+        import socket
+
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port),
+                                                                             timeout=5):
+            pass
+    finally:
+        starter.kill()
+        starter.wait()
+        tracked.close()
