@@ -407,3 +407,34 @@ def test_the_fake_server_process_dies_with_its_starter() -> None:
         starter.kill()
         starter.wait()
         tracked.close()
+
+
+@pytest.mark.postgres
+def test_a_killed_test_session_leaves_no_postgres_server(pg_server: object) -> None:
+    """(`pg_server`: skip, or fail when required, as the other PostgreSQL tests do.)"""
+    code = ("import sys, time\n"
+            f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "from pg import start_server\n"
+            "srv = start_server()\n"
+            "print(srv.datadir, flush=True)\n"
+            "time.sleep(120)\n")
+    session = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    tracked = Tracked()
+    try:
+        assert session.stdout is not None
+        datadir = Path(session.stdout.readline().strip())
+        postmaster = int((datadir / "postmaster.pid").read_text().split()[0])
+        tracked.add(postmaster)
+        assert tracked.fds, "no postmaster"
+        session.kill()
+        session.wait()
+        left = tracked.wait_gone(time.monotonic() + 30)  # the watchdog runs pg_ctl stop
+        assert not left, f"PostgreSQL outlived the killed session: {tracked.describe(left)}"
+        deadline = time.monotonic() + 30
+        while datadir.parent.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not datadir.parent.exists(), "the server's folder was left behind"
+    finally:
+        session.kill()
+        session.wait()
+        tracked.close()
