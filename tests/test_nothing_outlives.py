@@ -162,3 +162,39 @@ def test_grade_traces_and_work_loop_leave_nothing_running(store: Store, child: b
     assert stats.items == len(result.checked.items)
     assert [t.name for t in _threads() - before] == []
     assert multiprocessing.active_children() == []
+
+
+class _Interrupted(HeuristicProvider):
+    """The heuristic judge, until its `n`th call: then Ctrl-C (as a KeyboardInterrupt)."""
+
+    remote = True  # so the worker grades several items at once
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.calls = 0
+
+    async def generate(self, request: JudgeRequest):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls >= self.n:
+            raise KeyboardInterrupt
+        await asyncio.sleep(0.01)
+        return await super().generate(request)
+
+
+def test_an_interrupted_worker_gives_its_leases_back_at_once(store: Store) -> None:
+    errors: list[InputError] = []
+    from judge.pipeline.collect import Checker
+
+    items = Checker([source(errors)], store, errors=errors).run().items
+    run_id = store.save_run(config={"model": "heuristic"})
+    enqueue_run(store, run_id, items, set())
+    settings = Settings.load(environ={}).model_copy(update={"concurrency": 3})
+    provider = _Interrupted(4)
+    with pytest.raises(KeyboardInterrupt):
+        work_loop(store, lambda _run: provider, settings, run_id=run_id, lease_s=300,
+                  poll_s=0.01)
+    held = store.work.claim("another-worker", 1000, run_id=run_id, lease_s=300)
+    graded = len(store.stored_item_ids(run_id))
+    # every item not graded is free for another worker now, not in 300 s
+    assert len(held) == len(items) - graded > 0
