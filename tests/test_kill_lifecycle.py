@@ -38,7 +38,7 @@ from judge.testing.fakeserver import FakeProviderServer
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
-N_TRACES = 100
+N_TRACES = 100  # enough that the checking child is still at work when grading begins
 KILL_TO_GONE_S = 2.0  # the bound: every process of the killed command gone by then
 BACKENDS_GONE_S = 15.0  # PostgreSQL ends a backend once its client's socket closes
 CMD = [sys.executable, "-m", "judge.cli.main"]
@@ -286,6 +286,8 @@ def test_sigkill_leaves_no_process_and_no_lock(command: str, store_url: str, tmp
             f"{tracked.describe(left)}"
         assert gone_after <= KILL_TO_GONE_S
         assert proc.wait(timeout=10) == -signal.SIGKILL
+        print(f"judge {command}: {len(tracked.fds)} process(es) gone {gone_after:.3f} s "
+              "after SIGKILL")  # (shown with -s or -rP)
 
         holders = db.holders(case.others)
         until = time.monotonic() + BACKENDS_GONE_S
@@ -301,6 +303,7 @@ def test_sigkill_leaves_no_process_and_no_lock(command: str, store_url: str, tmp
         n_items = db.count("SELECT count(*) FROM items")
         if command != "worker":
             assert items_at_kill < n_items, "the kill did not cut the checking short"
+            print(f"judge {command}: {items_at_kill} of {n_items} items checked at the kill")
         assert db.count(f"SELECT count(*) FROM verdicts WHERE run_id = '{run_id}'") == \
             db.count(f"SELECT count(DISTINCT item_id) FROM verdicts WHERE run_id = '{run_id}'") \
             == n_items
