@@ -7,8 +7,8 @@ traces and items through its own database connection) and renders every request 
 sends each chunk of checked traces back over a pipe, and the parent only grades. Pickling
 a rendered item costs the parent about a tenth of checking and rendering it.
 
-The child never outlives the parent (judge.lifeline): right after the fork it closes the
-read end of its pipe it inherited (holding it, it would never see the pipe break) and
+The child never outlives the parent (judge.lifeline): right after the fork it closes its
+inherited copy of the pipe's read end (holding it, it would never see the pipe break) and
 points its stdout at /dev/null (it writes nothing there, and must not hold the run's output
 open), asks the kernel for SIGKILL when the parent dies (`PR_SET_PDEATHSIG`, then checks
 the parent pid to close the race), and sends through a non-blocking `ParentPipe` that gives
