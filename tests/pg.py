@@ -3,6 +3,11 @@ pg_ctl on a free local port, as a non-root user (Debian's `postgres` when we run
 
 Binaries are found under /usr/lib/postgresql/*/bin (or PG_BIN). When none are installed the
 PostgreSQL tests skip, unless JUDGE_REQUIRE_POSTGRES=1 (CI), where they fail loudly.
+
+pg_ctl detaches the server, so it would outlive a test session killed before its teardown
+(a CI timeout, an OOM kill). A watchdog process waits on a pipe only the starting process
+writes to: when that pipe breaks without a "stopped" word, it stops the server
+(`-m immediate`) and removes its folder.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -36,6 +42,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_WATCHDOG = """
+import shutil, subprocess, sys
+*stop, root = sys.argv[1:]
+if sys.stdin.buffer.read(1) != b"s":  # the pipe broke: the test process died
+    subprocess.run(stop, capture_output=True, check=False)
+    shutil.rmtree(root, ignore_errors=True)
+"""
+
+
 @dataclass
 class PgServer:
     bin: Path
@@ -43,6 +58,18 @@ class PgServer:
     port: int
     user: str
     run_as: list[str]
+    watchdog: subprocess.Popen[bytes] | None = None
+
+    def _stop_command(self) -> list[str]:
+        return [*self.run_as, str(self.bin / "pg_ctl"), "-D", str(self.datadir), "-m",
+                "immediate", "stop"]
+
+    def watch(self) -> None:
+        """Start the watchdog that stops the server if this process dies first."""
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, *self._stop_command(), str(self.datadir.parent)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)  # not stopped by a Ctrl-C; holds none of our pipes
 
     @property
     def admin_url(self) -> str:
@@ -62,9 +89,16 @@ class PgServer:
         return self.url(name)
 
     def stop(self) -> None:
-        subprocess.run([*self.run_as, str(self.bin / "pg_ctl"), "-D", str(self.datadir),
-                        "-m", "immediate", "stop"], capture_output=True, check=False)
+        subprocess.run(self._stop_command(), capture_output=True, check=False)
         shutil.rmtree(self.datadir.parent, ignore_errors=True)
+        if self.watchdog is not None and self.watchdog.stdin is not None:
+            try:
+                self.watchdog.stdin.write(b"s")
+                self.watchdog.stdin.close()
+            except OSError:
+                pass
+            self.watchdog.wait(timeout=30)
+            self.watchdog = None
 
 
 def start_server() -> PgServer:
@@ -91,14 +125,20 @@ def start_server() -> PgServer:
         if proc.returncode != 0:
             raise RuntimeError(f"{args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
 
-    run(str(pg_bin / "initdb"), "-D", str(datadir), "-U", user, "--auth=trust",
-        "-E", "UTF8", "--no-sync")
-    opts = (f"-p {port} -c listen_addresses=127.0.0.1 -k {root} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
-            "-c shared_buffers=64MB")
-    run(str(pg_bin / "pg_ctl"), "-D", str(datadir), "-o", opts, "-l", str(root / "log"),
-        "-w", "-t", "60", "start")
-    return PgServer(bin=pg_bin, datadir=datadir, port=port, user=user, run_as=run_as)
+    server = PgServer(bin=pg_bin, datadir=datadir, port=port, user=user, run_as=run_as)
+    try:
+        run(str(pg_bin / "initdb"), "-D", str(datadir), "-U", user, "--auth=trust",
+            "-E", "UTF8", "--no-sync")
+        opts = (f"-p {port} -c listen_addresses=127.0.0.1 -k {root} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+                "-c shared_buffers=64MB")
+        server.watch()  # before the server starts: no moment when a kill would orphan it
+        run(str(pg_bin / "pg_ctl"), "-D", str(datadir), "-o", opts, "-l", str(root / "log"),
+            "-w", "-t", "60", "start")
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 if __name__ == "__main__":  # start one by hand: python tests/pg.py

@@ -43,6 +43,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "request": _EVERYTHING,
     "redaction": _EVERYTHING - {"request"},  # the adapter takes the settings' Redaction type
     "safe_text": _EVERYTHING,
+    "lifeline": _EVERYTHING,  # a forked child's tie to its parent: below everything
     "outputs": _EVERYTHING,
     "prompts": {"providers", "store", "grading", "suite", "pipeline", "calibration", "review",
                 "routing", "labels", "reports"},

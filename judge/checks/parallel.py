@@ -15,7 +15,9 @@ opens with a streamed trace is read here from the start; a streamed trace met fu
 
 Workers are forked on Linux (they start in milliseconds and inherit the loaded scenario);
 elsewhere the platform's default start method is used and the scenario is pickled to them.
-They ignore SIGINT: an interrupt is the parent's to handle, and it stops them.
+They ignore SIGINT: an interrupt is the parent's to handle, and it stops them. They die
+with the parent (judge.lifeline): a SIGKILLed `judge check` would otherwise leave them
+waiting forever on queues whose other ends they hold themselves.
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ def _start_workers(loaded: LoadedScenario, fmt: ReportFormat, verbose: bool,
 
     method = "fork" if sys.platform == "linux" else None
     return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
-                               initializer=_init_worker, initargs=(loaded, fmt, verbose))
+                               initializer=_init_worker,
+                               initargs=(loaded, fmt, verbose, os.getpid()))
 
 
 def _chunks(fh: FileIO, size: int) -> Iterator[tuple[int, int, int]]:
@@ -225,9 +228,13 @@ def _result(future: Future[ChunkResult]) -> ChunkResult:
 _worker: tuple[Checker, ReportFormat, bool] | None = None
 
 
-def _init_worker(loaded: LoadedScenario, fmt: ReportFormat, verbose: bool) -> None:
+def _init_worker(loaded: LoadedScenario, fmt: ReportFormat, verbose: bool,
+                 parent_pid: int) -> None:
     global _worker
+    from judge.lifeline import die_with_parent
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
     _worker = (Checker(loaded), fmt, verbose)
 
 

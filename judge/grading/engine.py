@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from judge.formats import Verdict
 from judge.grading.cache import RenderMemo
 from judge.grading.keys import KeyMaker, MemoMaker, cache_key, endpoint_of
+from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, reask, render
 from judge.providers.base import (
@@ -449,7 +450,7 @@ async def grade_items(
                 on_result(verdict)
 
     n_workers = min(concurrency, len(items)) if remote else min(1, len(items))
-    await asyncio.gather(*(worker() for _ in range(n_workers)))
+    await gather_or_cancel(*(worker() for _ in range(n_workers)))
     stats.elapsed_s += time.perf_counter() - started
     out: list[Verdict] = []
     for i, v in enumerate(results):  # defensive: no item is ever lost

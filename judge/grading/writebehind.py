@@ -147,7 +147,13 @@ class WriteBehindCache:
             with suppress(RuntimeError):  # that loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(_resolve, future, error)
 
+    @property
+    def running(self) -> bool:
+        """Whether the writer thread still runs (until `close`, or a failure to store)."""
+        return self._thread.is_alive()
+
     def close(self) -> None:
+        """Stop the writer thread and store what is pending (in the caller's thread)."""
         self._stop = True
         self._wake.set()
         self._thread.join(timeout=30)

@@ -7,10 +7,20 @@ traces and items through its own database connection) and renders every request 
 sends each chunk of checked traces back over a pipe, and the parent only grades. Pickling
 a rendered item costs the parent about a tenth of checking and rendering it.
 
-The child ignores SIGINT (the parent decides), stops when the parent goes away (its next
-send fails), and exits without running the parent's inherited cleanup (`os._exit`). It is
-forked before the parent starts any thread of its own. Off Linux, or with an in-memory
-database, the Checker runs in the parent.
+The child never outlives the parent (judge.lifeline): right after the fork it closes its
+inherited copy of the pipe's read end (holding it, it would never see the pipe break) and
+points its stdout at /dev/null (it writes nothing there, and must not hold the run's output
+open), asks the kernel for SIGKILL when the parent dies (`PR_SET_PDEATHSIG`, then checks
+the parent pid to close the race), and sends through a non-blocking `ParentPipe` that gives
+up as soon as the parent cannot read. The parent's other descriptors (its database
+connections, its event loop's) stay open but unused: closing a descriptor an inherited
+object still owns would let that object close or write to a number the child reuses, and
+they go when the child does, which is when the parent does at the latest.
+
+The child ignores SIGINT (the parent decides) and exits without running the parent's
+inherited cleanup (`os._exit`). It is forked before the parent starts any thread of its
+own, from the thread that then waits for it. Off Linux, or with an in-memory database, the
+Checker runs in the parent.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from judge.errors import ConfigError, InputError, JudgeError, StoreError
+from judge.lifeline import ParentPipe, die_with_parent
 from judge.pipeline.collect import Checked, Checker, Prepare, Source, TraceChecked
 
 if TYPE_CHECKING:
@@ -64,12 +75,19 @@ class CheckerProcess:
         self.checked = Checked(errors=errors)
         self._proc: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
+        self._parent_pid = os.getpid()
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None before `start` and after `close`)."""
+        return self._proc.pid if self._proc is not None else None
 
     def start(self) -> None:
         ctx = multiprocessing.get_context("fork")
         parent, child = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=self._child, args=(child,), name="judge-checks",
-                                 daemon=True)
+        self._parent_pid = os.getpid()
+        self._proc = ctx.Process(target=self._child, args=(child, parent),
+                                 name="judge-checks", daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
@@ -127,26 +145,35 @@ class CheckerProcess:
             self._proc = None
 
     # -- in the child ---------------------------------------------------------------------
-    def _child(self, conn: Connection) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        code = 0
+    def _child(self, conn: Connection, parents_end: Connection) -> None:
+        code = 1
         try:
-            self._check(conn)
-        except (BrokenPipeError, EOFError, OSError):
-            code = 1  # the parent has gone: nothing to tell
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            parents_end.close()  # else the pipe never breaks: a full pipe blocks forever
+            die_with_parent(self._parent_pid)
+            _quiet_stdout()
+            parent = multiprocessing.parent_process()
+            pipe = ParentPipe(conn, self._parent_pid,
+                              sentinel=parent.sentinel if parent is not None else None)
+        except BaseException:
+            os._exit(1)
+        try:
+            self._check(pipe)
+            code = 0
+        except BrokenPipeError:
+            pass  # the parent has gone (ParentGone): nothing to tell
         except BaseException as exc:
-            code = 1
             if isinstance(exc, JudgeError):
                 failure = (type(exc).__name__, exc.message)
             else:
                 failure = ("", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
             with suppress(OSError):  # the parent may have gone too
-                conn.send(("failed", failure))
+                pipe.send(("failed", failure))
         finally:
-            conn.close()
+            pipe.close()
             os._exit(code)  # skip the parent's inherited cleanup (its database connections)
 
-    def _check(self, conn: Connection) -> None:
+    def _check(self, conn: ParentPipe) -> None:
         store = None
         if self.store is not None:
             from judge.store import open_store
@@ -181,3 +208,13 @@ class CheckerProcess:
         conn.send(("done", None))
         if store is not None:
             store.close()
+
+
+def _quiet_stdout() -> None:
+    """Point fd 1 at /dev/null (the number stays valid for whatever refers to it)."""
+    with suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+        finally:
+            os.close(null)

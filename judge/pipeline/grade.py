@@ -25,6 +25,7 @@ from judge.errors import InputError
 from judge.formats import Verdict
 from judge.grading.engine import Grader, GradingStats, ItemGrader
 from judge.grading.jury import Jury, JuryGrader
+from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.pipeline.checkproc import CheckerProcess, can_fork
 from judge.pipeline.collect import Checked, Checker, OnChecked, Source, TraceChecked
@@ -249,6 +250,9 @@ class _Pipeline:
                 await checked_traces.aclose()  # type: ignore[attr-defined]
             if proc is not None:
                 proc.close()
+            if writer is not None and writer.running:  # failed before grading: end its thread
+                with suppress(Exception):
+                    writer.close()
 
     async def _run(self, checked_traces: AsyncIterator[TraceChecked],
                    writer: WriteBehindCache | None) -> None:
@@ -339,7 +343,7 @@ class _Pipeline:
                 batch_key=key) for provider, seat_params, key in seats]
         # every batch is submitted before any is waited on: a batch can take hours, and a
         # jury's seats (and the rubrics) then wait side by side, not one after another
-        for got in await asyncio.gather(*batches):
+        for got in await gather_or_cancel(*batches):  # one fails: the others stop too
             for k, n in got.items():
                 counts[k] = counts.get(k, 0) + n
         self._submit(pool, sink, items, requests, limiter)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from judge.formats import Verdict
 from judge.grading.engine import Grader
+from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.providers.base import JudgeRequest
 
@@ -43,7 +44,9 @@ class GradingPool:
         self._queue.put_nowait(None)
 
     async def run(self) -> None:
-        await asyncio.gather(*(self._worker() for _ in range(self.workers)))
+        """Until closed and drained; a worker's failure cancels the others (no job is taken
+        after it), then propagates."""
+        await gather_or_cancel(*(self._worker() for _ in range(self.workers)))
 
     async def _worker(self) -> None:
         queue = self._queue

@@ -213,15 +213,37 @@ class _Worker:
                 grading.cancel()
                 with suppress(asyncio.CancelledError):
                     await grading
-            self.sink.flush()
-            closed: set[int] = set()
-            for provider in [*self.providers.values(),
-                             *(p for j in self.juries.values() if j is not None
-                               for p in j.providers.values())]:
-                if id(provider) not in closed:
-                    closed.add(id(provider))
-                    await provider.aclose()
+            try:
+                self.sink.flush()  # stores (and completes) what was graded
+            finally:
+                self._give_back()
+                await self._close_providers()
         return self.stats
+
+    def _give_back(self) -> None:
+        """Leases still held when the loop ends (it failed, or was interrupted): back to
+        the queue now, not when they expire (a SIGKILLed worker's must expire)."""
+        held = list(self.leased.values())
+        self.leased.clear()
+        if held:
+            with suppress(JudgeError):  # the store failing is what is being raised
+                self.store.work.release(held, self.owner)
+
+    async def _close_providers(self) -> None:
+        """Close every provider, even after one fails to close (then raise its error)."""
+        closed: set[int] = set()
+        failed: list[Exception] = []
+        for provider in [*self.providers.values(),
+                         *(p for j in self.juries.values() if j is not None
+                           for p in j.providers.values())]:
+            if id(provider) not in closed:
+                closed.add(id(provider))
+                try:
+                    await provider.aclose()
+                except Exception as exc:
+                    failed.append(exc)
+        if failed:
+            raise failed[0]
 
 
 def _trace_of(item_id: str) -> str:

@@ -8,7 +8,9 @@
 It listens on 127.0.0.1 on a random port, in a background thread (default: `srv.requests`,
 `srv.counts` and `srv.enqueue(...)` work directly) or in a forked process (`process=True`,
 for benchmarks, so the server does not share the client's GIL; read counts with
-`srv.stats()`). Endpoints: POST /v1/chat/completions, POST /v1/responses (an agent loop's
+`srv.stats()`). Neither outlives its starter: `stop()` (the `with` block's end) joins the
+thread or the process, and the process dies with the one that started it, even by SIGKILL
+(judge.lifeline). Endpoints: POST /v1/chat/completions, POST /v1/responses (an agent loop's
 Responses API), POST /v1/messages, POST /v1/files,
 GET /v1/files/{id}[/content], POST /v1/batches, GET /v1/batches/{id}, POST
 /v1/batches/{id}/cancel, POST /v1/messages/batches, GET /v1/messages/batches/{id}[/results],
@@ -36,6 +38,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -44,6 +47,7 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
+from judge.lifeline import die_with_parent
 from judge.testing.fakeapi import FakeAPI
 from judge.testing.faults import FakeRequest, Reply, Responder, flaky
 from judge.testing.routes import serve
@@ -51,7 +55,11 @@ from judge.testing.routes import serve
 __all__ = ["FakeProviderServer", "FakeRequest", "Reply", "fake_provider_server"]
 
 
-def _child(api: FakeAPI, host: str, port: int, pipe: Connection) -> None:
+def _child(api: FakeAPI, host: str, port: int, pipe: Connection, parents_end: Connection,
+           parent_pid: int) -> None:
+    parents_end.close()  # else the parent's death never reaches `pipe`
+    die_with_parent(parent_pid)
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -109,20 +117,26 @@ class FakeProviderServer:
 
         self._thread = threading.Thread(target=run, name="fake-provider-server", daemon=True)
         self._thread.start()
-        ready.wait(10)
+        up = ready.wait(10)
         if failure:
             raise failure[0]
+        if not up:
+            self.stop()
+            raise RuntimeError("fake provider server thread did not start in 10 s")
         self.api.base_url = self.base_url
 
     def _start_process(self) -> None:
         ctx = multiprocessing.get_context("fork")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(self.api, self.host, self.port, child),
-                                 daemon=True)
+        self._proc = ctx.Process(target=_child, args=(self.api, self.host, self.port, child,
+                                                      parent, os.getpid()), daemon=True)
         self._proc.start()
         child.close()
         if not parent.poll(10):
             self._proc.kill()
+            self._proc.join(5)
+            self._proc = None
+            parent.close()
             raise RuntimeError("fake provider server process did not start")
         self.port = parent.recv()
         self._pipe = parent
