@@ -13,6 +13,10 @@ GET /v1/files/{id}[/content], POST /v1/batches, GET /v1/batches/{id}, POST
 /v1/batches/{id}/cancel, POST /v1/messages/batches, GET /v1/messages/batches/{id}[/results],
 GET /_fake/stats.
 
+`dialect`: the OpenAI-compatible server imitated on /v1/chat/completions ("openai";
+"llama-cpp-python", "lm-studio", "no-response-format": how each takes or refuses structured
+output, see judge.testing.dialects).
+
 Answers: queued replies first (`enqueue`), then `responder(request)`, then the default — a
 valid `pass` verdict citing the largest `seq` found in the prompt text, filling any other
 field the request's schema requires. Faults: see judge.testing.faults (429 with Retry-After,
@@ -66,9 +70,10 @@ class FakeProviderServer:
     def __init__(self, latency: float = 0.0, responder: Responder | None = None, *,
                  host: str = "127.0.0.1", port: int = 0, batch_polls: int = 1,
                  require_auth: bool = False, process: bool = False,
-                 record: bool = True) -> None:
+                 record: bool = True, dialect: str = "openai") -> None:
         self.api = FakeAPI(latency=latency, responder=responder, batch_polls=batch_polls,
-                           require_auth=require_auth, record=record and not process)
+                           require_auth=require_auth, record=record and not process,
+                           dialect=dialect)
         self.host = host
         self.port = port
         self.process = process
