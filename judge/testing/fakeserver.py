@@ -23,7 +23,8 @@ field the request's schema requires. Faults: see judge.testing.faults (429 with 
 5xx, hang past the client timeout, dropped connection, malformed JSON, chosen verdicts,
 `flaky(rate)` for a random mix).
 
-Run standalone: `python -m judge.testing.fakeserver --port 8080 --latency 0.2 --fail-rate 0.1`.
+Run standalone: `python -m judge.testing.fakeserver --port 8080 --latency 0.2 --fail-rate 0.1`
+(`--dialect llama-cpp-python` to refuse structured output as that server does).
 
 HTTP is aiohttp's web server (`pip install 'judge[testing]'`), not the starlette + uvicorn
 stack `judge serve` is likely to use: an ASGI app cannot drop its connection before answering,
@@ -47,6 +48,7 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
+from judge.testing.dialects import DIALECTS
 from judge.testing.fakeapi import FakeAPI
 from judge.testing.faults import FakeRequest, Reply, Responder, flaky
 from judge.testing.routes import serve
@@ -237,11 +239,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hang", type=float, default=30.0,
                         help="seconds a 'timeout' fault holds the answer")
+    parser.add_argument("--dialect", default="openai", choices=sorted(DIALECTS),
+                        help="the OpenAI-compatible server to imitate on /v1/chat/completions")
     args = parser.parse_args(argv)
     responder = flaky(args.fail_rate, seed=args.seed, timeout_hold=args.hang) \
         if args.fail_rate > 0 else None
     server = FakeProviderServer(args.latency, responder, host=args.host, port=args.port,
-                                record=False)
+                                record=False, dialect=args.dialect)
     with server:
         print(f"fake provider server on {server.base_url}  "
               f"(OPENAI_BASE_URL={server.openai_base_url}); Ctrl-C to stop", flush=True)
