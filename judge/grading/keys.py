@@ -74,11 +74,13 @@ class KeyMaker:
         view = request.view
         if view is not None and (view.ledger_keys is not None or view.slice_seqs is not None):
             # what the item's own schema is made of (judge.verdicts.schema.request_enums)
-            parts.append("enums")
-            parts.append(_canonical([None if view.ledger_keys is None
-                                     else sorted(view.ledger_keys),
-                                     None if view.slice_seqs is None
-                                     else sorted(view.slice_seqs)]).decode("utf-8"))
+            enums = [None if view.ledger_keys is None else sorted(view.ledger_keys),
+                     None if view.slice_seqs is None else sorted(view.slice_seqs)]
+            try:
+                shown = orjson.dumps(enums).decode("utf-8")
+            except TypeError:  # an integer beyond 64 bits, a lone surrogate
+                shown = json.dumps(enums, separators=(",", ":"))  # ASCII: \ud800 escaped
+            parts.extend(("enums", shown))
         for part in parts:
             data = part.encode("utf-8")
             h.update(len(data).to_bytes(8, "big"))

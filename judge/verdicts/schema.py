@@ -23,6 +23,7 @@ construction; validation still decides.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -146,8 +147,16 @@ def request_enums(request: JudgeRequest) -> ItemEnums:
         return GENERAL
     label_spec = request.schema.get("properties", {}).get("label", {})
     labels = label_spec.get("enum") if isinstance(label_spec, dict) else None
-    return item_enums(view.ledger_keys, view.slice_seqs,
-                      labels if isinstance(labels, list) else ("pass", "fail"))
+    return _cached_enums(view.ledger_keys, view.slice_seqs,
+                         tuple(labels) if isinstance(labels, list) else ("pass", "fail"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_enums(keys: frozenset[str] | None, seqs: frozenset[int] | None,
+                  labels: tuple[str, ...]) -> ItemEnums:
+    """item_enums, once per distinct ledger keys and seqs (an item's request, its re-ask and
+    its stored call ask for the same; items of one task share their keys)."""
+    return item_enums(keys, seqs, labels)
 
 
 def item_schema(schema: dict[str, Any], enums: ItemEnums) -> dict[str, Any]:
