@@ -206,6 +206,9 @@ async def test_load_during_discovery_is_retried_from_the_rung_reached(
     response, attempts = await generate_with_retries(judge, REQ, retries=2, base_delay=0)
     assert attempts == 2 and response.raw["response_format"] == "json_object"
     assert modes(llama) == ["json_schema", "json_object", "json_object"]
+    # found across the two attempts: said and remembered all the same
+    assert len(notices) == 1 and "refused JSON Schema" in notices[0]
+    assert memory.get(judge.endpoint, "gemma-270m") == "json_object"
     await judge.aclose()
 
 

@@ -186,6 +186,9 @@ class Ladder:
         self.remembered = remembered
         self.settled = self.forced
         self.on_found = on_found
+        #: the first refusal of a walk that load or an outage cut short (the next walk
+        #: starts below it, and says it when it settles)
+        self._refused_before: tuple[str, ProviderFailure] | None = None
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -215,6 +218,8 @@ class Ladder:
                 if not failure.refused:  # load, outage, timeout: not about the format
                     failure.calls = len(refused) + 1
                     self.mode = rung  # the rungs above it were refused: start here again
+                    if refused and self._refused_before is None:
+                        self._refused_before = refused[0]
                     raise
                 if _SCHEMA_REFUSED.search(str(failure)):
                     # the server takes the mode and finds fault with the schema: a bug of
@@ -241,6 +246,7 @@ class Ladder:
         found by going down (`on_found(refused_mode, mode, refusal)`)."""
         self.mode = mode
         self.settled = True
+        refusal = refusal or self._refused_before
         if refusal is not None and self.on_found is not None:
             self.on_found(refusal[0], mode, refusal[1])
 
