@@ -174,8 +174,9 @@ class Ladder:
     """The structured-output mode of one endpoint and model, found from refusals.
 
     `mode` is the mode requests go out in; `settled` once it is known (a fixed setting, or a
-    rung that answered). `walk(send)` sends one request through the ladder while the mode is
-    not settled, one walk at a time."""
+    rung that answered). `send(post)` posts one request: at once in a settled mode, else
+    down the ladder from `mode`, one such walk at a time (the others wait for its outcome).
+    A remembered mode is where the walk starts; it is settled by the first answer."""
 
     def __init__(self, *, setting: str = AUTO, remembered: str | None = None,
                  on_found: Callable[[str, str, ProviderFailure], None] | None = None) -> None:
@@ -183,7 +184,6 @@ class Ladder:
             raise ValueError(f"unknown response format {setting!r}")
         self.forced = setting != AUTO
         self.mode = setting if self.forced else (remembered or LADDER[0])
-        self.remembered = remembered
         self.settled = self.forced
         self.on_found = on_found
         #: the first refusal of a walk that load or an outage cut short (the next walk
