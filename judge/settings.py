@@ -3,9 +3,10 @@
 The config file is `judge.toml` in the working directory, or the file named by JUDGE_CONFIG;
 its `[judge]` table takes the field names below (`model`, `base_url`, `timeout`, `retries`,
 `concurrency`, `rpm`, `seed`, `temperature`, `max_tokens`, `database_url`,
-`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`, `prompts_dir`, and the jury
-fields `jury`, `samples`, `jury_confidence`, `jury_min_share`, `jury_rubrics`). API keys are read
-from the environment only (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a file.
+`db_busy_timeout_ms`, `identity_patterns`, `label_clock_skew_s`, `prompts_dir`,
+`response_format`, and the jury fields `jury`, `samples`, `jury_confidence`, `jury_min_share`,
+`jury_rubrics`). API keys are read from the environment only (OPENAI_API_KEY,
+ANTHROPIC_API_KEY), never from a file.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ ENV_VARS: dict[str, str] = {
     "JUDGE_JURY_MIN_SHARE": "jury_min_share",
     "JUDGE_JURY_RUBRICS": "jury_rubrics",
     BUILTIN_PROMPTS_VAR: "builtin_prompts",
+    "JUDGE_RESPONSE_FORMAT": "response_format",
 }
 
 #: fields a config file may set (keys stay in the environment)
@@ -61,7 +63,7 @@ FILE_FIELDS = frozenset({"model", "base_url", "openai_base_url", "timeout", "ret
                          "database_url", "db_busy_timeout_ms", "identity_patterns",
                          "label_clock_skew_s", "prompts_dir",
                          "builtin_prompts", "jury", "samples", "jury_confidence",
-                         "jury_min_share", "jury_rubrics"})
+                         "jury_min_share", "jury_rubrics", "response_format"})
 #: settings given as comma-separated lists in the environment
 _LIST_FIELDS = frozenset({"identity_patterns", "jury", "jury_rubrics"})
 
@@ -114,6 +116,11 @@ class Settings(BaseModel):
     jury_min_share: float = Field(default=1.0, ge=0.5, le=1.0)
     #: the rubrics the jury grades (empty: every rubric; others get the single judge)
     jury_rubrics: tuple[str, ...] = ()
+    #: how an OpenAI-compatible judge is asked for structured output: "auto" finds the best
+    #: mode the server takes (json_schema, then json_object, then prompt) from its first
+    #: refusal and remembers it; any other value fixes it (judge.providers.response_format)
+    response_format: Literal["auto", "json_schema", "json_object", "guided_json",
+                             "prompt"] = "auto"
     #: the config file that was read, if any
     config_file: Path | None = None
 
@@ -277,4 +284,6 @@ def _parse_env(key: str, raw: str) -> Any:
         return None
     if key == "builtin_prompts":
         return raw.strip().lower() not in _OFF
+    if key == "response_format":
+        return raw.strip().lower()
     return raw

@@ -28,8 +28,11 @@ TAU_BENCH = (EXAMPLES / "data" / "tau-bench-airline" / "historical_trajectories"
 
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs in its own working directory with no judge settings leaking in."""
+    """Every test runs in its own working directory with no judge settings leaking in, and
+    its own cache directory (the structured-output modes found per server are remembered
+    under $XDG_CACHE_HOME/judge)."""
     monkeypatch.chdir(tmp_path)
     for var in ("JUDGE_DATABASE_URL", "JUDGE_ANNOTATOR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-                "OPENAI_BASE_URL", "JUDGE_MODEL", "JUDGE_CONFIG"):
+                "OPENAI_BASE_URL", "JUDGE_MODEL", "JUDGE_CONFIG", "JUDGE_RESPONSE_FORMAT"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))

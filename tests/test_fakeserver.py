@@ -458,3 +458,89 @@ def test_request_checks_refuse_or_pass_any_json(body: dict[str, Any]) -> None:
 }) | json_values).map(lambda v: json.dumps(v).encode()), max_size=4))
 def test_batch_file_reader_refuses_or_reads_any_bytes(lines: list[bytes]) -> None:
     refused_or_fine(read_batch_file, b"\n".join(lines), "/v1/chat/completions")
+
+
+SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {
+    "name": "verdict", "strict": True,
+    "schema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+               "additionalProperties": False}}}
+
+
+def test_dialects_refuse_structured_output_as_those_servers_do() -> None:
+    from judge.testing import dialects
+
+    with FakeProviderServer(dialect="llama-cpp-python") as srv:
+        url = srv.openai_base_url + "/chat/completions"
+        status, body = post(url, {**CHAT, "response_format": SCHEMA_FORMAT})
+        assert status == 500 and set(body) == {"error"}
+        assert body["error"]["type"] == "internal_server_error"
+        assert body["error"]["param"] is None and body["error"]["code"] is None
+        assert body["error"]["message"] == dialects.LLAMA_CPP_PYTHON_MESSAGE.format(
+            input="json_schema")
+        # as captured from llama-cpp-python 0.3.36's server
+        assert body["error"]["message"].startswith(
+            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+            "'input': 'json_schema'")
+        schema = SCHEMA_FORMAT["json_schema"]["schema"]  # type: ignore[index]
+        ok_body = {**CHAT, "response_format": {"type": "json_object", "schema": schema}}
+        assert post(url, ok_body)[0] == 200
+        assert post(url, {**CHAT, "guided_json": schema})[0] == 200  # ignored, as it does
+        assert [r.response_format for r in srv.generations()] == \
+            ["json_schema", "json_object", "guided_json"]
+        assert srv.generations()[1].schema == schema == srv.generations()[2].schema
+    with FakeProviderServer(dialect="lm-studio") as srv:
+        url = srv.openai_base_url + "/chat/completions"
+        assert post(url, {**CHAT, "response_format": {"type": "json_object"}}) == (
+            400, {"error": "'response_format.type' must be 'json_schema' or 'text'"})
+        assert post(url, {**CHAT, "response_format": SCHEMA_FORMAT})[0] == 200
+    with FakeProviderServer(dialect="no-response-format") as srv:
+        url = srv.openai_base_url + "/chat/completions"
+        status, body = post(url, {**CHAT, "response_format": {"type": "text"}})
+        assert status == 400 and body["error"]["param"] == "response_format"
+        assert post(url, CHAT)[0] == 200
+    with pytest.raises(ValueError, match="unknown dialect 'vllm-9'"):
+        FakeProviderServer(dialect="vllm-9")
+
+
+def test_the_raw_body_is_kept_as_sent() -> None:
+    with FakeProviderServer() as srv:
+        raw = b'{"model": "m",  "messages": [{"role": "user", "content": "x"}]}'
+        assert post(srv.openai_base_url + "/chat/completions", raw)[0] == 200
+        assert srv.generations()[0].raw == raw
+
+
+def test_strict_mode_limits_like_openai() -> None:
+    from judge.testing.openai_wire import strict_limits_problem
+
+    many = {"type": "object", "properties": {"k": {"type": "string", "enum": [
+        f"value-{i:04d}-" + "x" * 60 for i in range(300)]}}}
+    assert "a string enum of 300 values" in (strict_limits_problem(many) or "")
+    wide = {"type": "object", "properties": {"k": {"type": "integer",
+                                                   "enum": list(range(1001))}}}
+    assert "1001 enum values" in (strict_limits_problem(wide) or "")
+    with FakeProviderServer() as srv:
+        fmt = {"type": "json_schema", "json_schema": {"name": "v", "strict": True, "schema": {
+            **wide, "required": ["k"], "additionalProperties": False}}}
+        status, body = post(srv.openai_base_url + "/chat/completions",
+                            {**CHAT, "response_format": fmt})
+        assert status == 400 and "Invalid schema for response_format 'v'" in \
+            body["error"]["message"]
+        root_any = {"type": "json_schema", "json_schema": {"name": "v", "strict": True,
+                                                           "schema": {"anyOf": []}}}
+        status, body = post(srv.openai_base_url + "/chat/completions",
+                            {**CHAT, "response_format": root_any})
+        assert status == 400 and "anyOf" in body["error"]["message"]
+
+
+def test_anthropic_strict_tools_count_union_parameters() -> None:
+    props = {f"p{i}": {"type": ["string", "null"]} for i in range(17)}
+    tool = {"name": "verdict", "strict": True, "input_schema": {
+        "type": "object", "properties": props, "required": list(props),
+        "additionalProperties": False}}
+    with FakeProviderServer() as srv:
+        status, body = post(srv.anthropic_base_url + "/v1/messages", {**MSG, "tools": [tool]})
+        assert status == 400 and "too many parameters with union types (17" in \
+            body["error"]["message"]
+        assert post(srv.anthropic_base_url + "/v1/messages",
+                    {**MSG, "tools": [{**tool, "strict": False}]})[0] == 200

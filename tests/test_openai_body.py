@@ -1,10 +1,12 @@
 """The openai provider posts chat_body's JSON without the SDK's request transform; that is
-only right while the transform leaves such a body unchanged, which this checks."""
+only right while the transform leaves such a body unchanged, which this checks, in every
+structured-output mode (judge.providers.response_format)."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
 from openai._utils import async_maybe_transform
 from openai.types.chat import completion_create_params
 
@@ -40,3 +42,16 @@ def test_the_sdk_transform_leaves_the_chat_body_unchanged() -> None:
                        "m")
     assert asyncio.run(async_maybe_transform(
         seeded, completion_create_params.CompletionCreateParamsNonStreaming)) == seeded
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object", "guided_json", "prompt"])
+def test_the_transform_leaves_every_modes_body_unchanged(mode: str) -> None:
+    request = render(load_prompt("scope_fidelity"), item(), ModelParams())
+    body = chat_body(request, "gemma-270m", token_field="max_tokens", mode=mode)
+    sent = asyncio.run(async_maybe_transform(
+        body, completion_create_params.CompletionCreateParamsNonStreaming))
+    assert sent == body
+    assert ("response_format" in body) == (mode in ("json_schema", "json_object"))
+    assert ("guided_json" in body) == (mode == "guided_json")
+    prompt_text = "follows this JSON Schema" in body["messages"][0]["content"]
+    assert prompt_text == (mode == "prompt")

@@ -26,6 +26,15 @@ and is never a final answer on a later run:
 The render memo (item digest → the first call's key and reply) is written only for a valid
 first reply and re-validated when read: it never leads to an invalid answer.
 
+Structured-output modes. An OpenAI-compatible provider may find, from a server's refusal,
+that it must ask in another mode (judge.providers.response_format). The mode is part of the
+cache and memo keys (when it is not the provider's own) and of every verdict
+(`metadata.response_format`) and stored call (`request.response_format`). Keys are made for
+the mode in force when an item is looked up; a reply that came back in a mode found during
+its call is stored under the key of that mode, so a rerun, which starts in the remembered
+mode, finds it. A refusal (a request the server rejects as malformed) is not retried: the
+item is unscored with the server's one-line message.
+
 Durability. With a cache that stores in the background (judge.grading.writebehind), an item's
 grading waits until its calls are stored before it returns: at any moment each worker has
 at most one call that reached the provider and is not stored, so a run killed at any point
@@ -48,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from judge.formats import Verdict
 from judge.grading.cache import RenderMemo
-from judge.grading.keys import KeyMaker, MemoMaker, cache_key, endpoint_of
+from judge.grading.keys import KeyMaker, MemoMaker, cache_key, endpoint_of, key_format
 from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.prompts import Prompt, Redaction, reask, render
@@ -64,6 +73,7 @@ from judge.providers.base import (
 from judge.providers.ratelimit import RateLimiter
 from judge.providers.retry import generate_with_retries
 from judge.verdicts import VerdictInvalid, parse_verdict, unscored
+from judge.verdicts.schema import GENERAL, request_enums
 
 if TYPE_CHECKING:
     from judge.grading.jury import Jury, JuryGrader
@@ -132,11 +142,15 @@ class Grader(Protocol):
 
 @dataclass
 class _Asked:
-    """A reply just received from the provider, validated and stored."""
+    """A reply just received from the provider, validated and stored under `key` (another
+    key than the one looked up when the structured-output mode changed during the call:
+    `rekeyed`)."""
 
     text: str
     verdict: Verdict | None
     problem: VerdictInvalid | None
+    key: str = ""
+    rekeyed: bool = False
 
 
 class ItemGrader:
@@ -170,25 +184,44 @@ class ItemGrader:
         self.stats = stats if stats is not None else GradingStats()
         self.spec = provider.spec
         self.endpoint = endpoint_of(provider)
+        #: the structured-output mode keys are made for (the provider's, when last looked)
+        self.mode = provider.response_format
         self.keys: KeyMaker | None = None
         self.schema: dict[str, Any] = {}
         self.memo: RenderMemo | None = cache if isinstance(cache, RenderMemo) else None
-        self.memo_keys = (MemoMaker(prompt.hash, provider.spec, params, redaction,
-                                    endpoint=self.endpoint)
-                          if self.memo is not None else None)
+        self.memo_keys = self._memo_maker()
         self.waiter: StoredWaiter | None = cache if isinstance(cache, StoredWaiter) else None
         self.base_meta: dict[str, Any] = {"display_name": provider.display_name}
         self.stamp = {"rubric": prompt.rubric, "prompt_version": prompt.version,
                       "prompt_hash": prompt.hash, "model": provider.spec}
 
+    def _memo_maker(self) -> MemoMaker | None:
+        if self.memo is None:
+            return None
+        return MemoMaker(self.prompt.hash, self.spec, self.params, self.redaction,
+                         endpoint=self.endpoint, response_format=key_format(self.provider))
+
+    def _follow_mode(self) -> bool:
+        """Keys for the provider's mode now (it changes once at most, when a server's refusal
+        finds another); True when it changed. One string comparison per call."""
+        mode = self.provider.response_format
+        if mode == self.mode:
+            return False
+        self.mode = mode
+        self.keys = None
+        self.memo_keys = self._memo_maker()
+        return True
+
     def key_of(self, request: JudgeRequest) -> str:
+        self._follow_mode()
         if self.keys is None:  # the prompt's schema comes with the first rendered request
             self.schema = request.schema
             self.keys = KeyMaker(self.prompt.hash, self.spec, self.params, request.schema,
-                                 request.schema_name, endpoint=self.endpoint)
+                                 request.schema_name, endpoint=self.endpoint,
+                                 response_format=key_format(self.provider))
         elif request.schema is not self.schema and request.schema != self.schema:
             return cache_key(self.prompt.hash, self.spec, self.params, request,
-                             endpoint=self.endpoint)
+                             endpoint=self.endpoint, response_format=key_format(self.provider))
         return self.keys.key(request)
 
     def validate(self, text: str, item: Item) -> Verdict:
@@ -201,7 +234,11 @@ class ItemGrader:
         the validation failure if any, and wait until it is stored."""
         if self.replay_only:
             raise _Miss
+        looked_up_in = self.mode  # `key` was made for it (no await since)
         resp = await self._generate(request)
+        rekeyed = self.provider.response_format != looked_up_in
+        if rekeyed:  # the server's refusal found another mode during this call
+            key = self.key_of(request)
         try:
             verdict, problem = self.validate(resp.text, item), None
         except VerdictInvalid as exc:
@@ -210,16 +247,22 @@ class ItemGrader:
             await self._store(request, key, resp, f"{type(exc).__name__}: {exc}", replaces)
             raise
         await self._store(request, key, resp, problem.reason if problem else None, replaces)
-        return _Asked(resp.text, verdict, problem)
+        return _Asked(resp.text, verdict, problem, key, rekeyed)
 
     async def _store(self, request: JudgeRequest, key: str, resp: ProviderResponse,
                      invalid: str | None, replaces: str | None) -> None:
+        stored: dict[str, Any] = {"system": request.system, "messages": list(request.messages),
+                                  "schema_name": request.schema_name, "schema": request.schema,
+                                  "endpoint": self.endpoint}
+        enums = request_enums(request)
+        if enums != GENERAL:  # what the item's own schema allowed (judge.verdicts.schema)
+            stored["enums"] = enums.to_dict()
+        mode = resp.raw.get("response_format") or self.mode
+        if mode:
+            stored["response_format"] = mode
         self.cache.put(CallRecord(
             cache_key=key, item_id=request.item_id, prompt_hash=self.prompt.hash,
-            model=self.spec, params=self.params.to_dict(),
-            request={"system": request.system, "messages": list(request.messages),
-                     "schema_name": request.schema_name, "schema": request.schema,
-                     "endpoint": self.endpoint},
+            model=self.spec, params=self.params.to_dict(), request=stored,
             response_text=resp.text, usage=resp.usage, latency_s=resp.latency_s,
             raw=resp.raw, invalid_reason=invalid, replaces_invalid=replaces,
         ))
@@ -259,6 +302,9 @@ class ItemGrader:
         except ProviderFailure as exc:
             self.stats.failures += 1
             what = f"HTTP {exc.status}: " if exc.status and str(exc.status) not in str(exc) else ""
+            if exc.refused:  # the same request would get the same answer: not retried
+                return self.unscored(item, f"provider refused the request (not retried): "
+                                           f"{what}{exc}", None)
             attempts = getattr(exc, "attempts", None)
             tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
             return self.unscored(item, f"provider failed{tries}: {what}{exc}", None)
@@ -268,6 +314,7 @@ class ItemGrader:
 
     async def _grade(self, item: Item, rendered: JudgeRequest | None = None) -> Verdict:
         memo_key = None
+        self._follow_mode()
         if self.memo is not None and self.memo_keys is not None:
             # a rerun: the call made for this very item, found without rendering it
             memo_key = self.memo_keys.key(item)
@@ -329,8 +376,10 @@ class ItemGrader:
         """Ask the provider, and re-ask once if the reply is invalid (no cache reads)."""
         asked = await self.ask(request, key, item, replaces=replaces)
         extra: dict[str, Any] = {"asked_again": True} if replaces else {}
+        if asked.rekeyed and self.memo_keys is not None:
+            memo_key = self.memo_keys.key(item)  # the memo of the mode it was answered in
         if asked.verdict is not None:
-            self._remember(memo_key, key, asked.text)
+            self._remember(memo_key, asked.key, asked.text)
             return self._finish(item, asked.verdict, {"cached": False, **extra})
         assert asked.problem is not None
         self.stats.reasks += 1
@@ -356,6 +405,8 @@ class ItemGrader:
 
     def _finish(self, item: Item, verdict: Verdict, extra: dict[str, Any]) -> Verdict:
         meta = {**verdict.metadata, **self.base_meta, **extra}
+        if self.mode:
+            meta["response_format"] = self.mode
         if verdict.violated_key:
             entry = key_entry(item, verdict.violated_key)
             if entry is not None:
@@ -387,7 +438,13 @@ class _Counting(Provider):
 
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
         self.stats.provider_calls += 1
-        return await self.inner.generate(request)
+        try:
+            response = await self.inner.generate(request)
+        except ProviderFailure as failure:
+            self.stats.provider_calls += failure.calls - 1  # requests while finding a mode
+            raise
+        self.stats.provider_calls += response.calls - 1
+        return response
 
 
 def key_entry(item: Item, key: str) -> dict[str, Any] | None:

@@ -1,5 +1,6 @@
-"""`anthropic:<model>`: Claude through the official SDK, with the verdict schema as a forced
-tool; the completion text is the tool call's input as JSON.
+"""`anthropic:<model>`: Claude through the official SDK, with the item's own verdict schema
+(judge.verdicts.schema) as a forced strict tool; the completion text is the tool call's input
+as JSON. A request the API rejects as malformed is not retried.
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides. The SDK is
 imported when a provider is built, not with this module. Batches: `anthropic_batch.py`.
@@ -13,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import ConfigError
 from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
-from judge.providers.retry import is_retryable_status, parse_retry_after
+from judge.providers.retry import (
+    is_refusal,
+    is_retryable_status,
+    parse_retry_after,
+    server_message,
+)
+from judge.verdicts.schema import request_schema
 
 if TYPE_CHECKING:
     import anthropic
@@ -43,7 +50,7 @@ def messages_body(request: JudgeRequest, model: str) -> dict[str, Any]:
         "messages": list(request.messages),
         "tools": [{"name": request.schema_name, "strict": True,
                    "description": "Record your verdict on the item.",
-                   "input_schema": request.schema}],
+                   "input_schema": request_schema(request)}],
         "tool_choice": {"type": "tool", "name": request.schema_name,
                         "disable_parallel_tool_use": True},
     }
@@ -75,8 +82,9 @@ def failure_from_error(exc: Exception, what: str) -> ProviderFailure:
         return ProviderFailure(f"{what}: connection error: {exc}", retryable=True)
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
-        return ProviderFailure(f"{what}: HTTP {status}: {_short(exc.message)}",
+        return ProviderFailure(f"{what}: HTTP {status}: {server_message(exc.body, exc.message)}",
                                retryable=is_retryable_status(status), status=status,
+                               refused=is_refusal(status, exc.message),
                                retry_after=parse_retry_after(exc.response.headers))
     return ProviderFailure(f"{what}: {type(exc).__name__}: {_short(str(exc))}", retryable=False)
 
@@ -90,6 +98,8 @@ class AnthropicProvider(Provider):
 
     prefix = "anthropic"
     forms = ("anthropic:<model>",)
+    #: the verdict schema as a forced tool, always
+    native_format = "tool"
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  timeout: float = 60.0, client: anthropic.AsyncAnthropic | None = None) -> None:

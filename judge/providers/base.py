@@ -29,19 +29,29 @@ class ProviderResponse:
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
+    #: requests this answer took (more than 1 while a structured-output mode was being
+    #: found: judge.providers.response_format)
+    calls: int = 1
 
 
 class ProviderFailure(Exception):
-    """A provider call failed. `retryable` and `retry_after` guide the engine's backoff."""
+    """A provider call failed. `retryable` and `retry_after` guide the engine's backoff.
+
+    `refused`: the server rejected the request as malformed (a 400/404/413/422, or a 5xx
+    whose body is a validation error): never retried, since the same request gets the same
+    answer; the message quotes the server's one-line reason."""
 
     def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None,
-                 status: int | None = None) -> None:
+                 status: int | None = None, refused: bool = False) -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable = retryable and not refused
         self.retry_after = retry_after
         self.status = status
+        self.refused = refused
         #: calls made before giving up (set by the retry helper)
         self.attempts = 1
+        #: requests the last call made (more than 1 while a mode was being found)
+        self.calls = 1
 
 
 class Provider(ABC):
@@ -72,6 +82,15 @@ class Provider(ABC):
     #: True when the same request always gets the same answer whatever the seed or
     #: temperature (the heuristic baseline): k samples of it would agree by construction
     deterministic: bool = False
+    #: the provider's own structured-output mode (see `response_format`)
+    native_format: ClassVar[str] = ""
+
+    @property
+    def response_format(self) -> str:
+        """How structured output is asked for now ("" for local providers): stored with
+        every verdict; a mode other than `native_format` is part of every call's cache key
+        (judge.grading.keys), since the same request in another mode is another call."""
+        return self.native_format
 
     @classmethod
     def from_settings(cls, argument: str | None, settings: Settings) -> Provider:

@@ -1,9 +1,16 @@
 """`openai:<model>`: OpenAI chat completions with strict structured outputs, through the
-official SDK. Also any OpenAI-compatible server (vLLM, Ollama, llama.cpp) via `base_url`.
+official SDK. Also any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio) via
+`base_url`.
+
+Structured output: JSON Schema (strict) with the item's own schema (judge.verdicts.schema);
+a server that refuses it gets the next mode of the ladder (judge.providers.response_format),
+found once per endpoint and model and remembered. OpenAI itself, and every server that takes
+JSON Schema, receives exactly the body it always did, apart from the item's enums.
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides, using the
-`ProviderFailure` this module raises for every SDK error. The SDK is imported when a
-provider is built, not with this module. Batches: `openai_batch.py`.
+`ProviderFailure` this module raises for every SDK error; a refusal (a request the server
+rejects as malformed) is never retried. The SDK is imported when a provider is built, not
+with this module. Batches: `openai_batch.py`.
 """
 
 from __future__ import annotations
@@ -13,7 +20,23 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import ConfigError
 from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
-from judge.providers.retry import is_retryable_status, parse_retry_after
+from judge.providers.response_format import (
+    AUTO,
+    DESCRIPTIONS,
+    JSON_SCHEMA,
+    FormatMemory,
+    Ladder,
+    Notice,
+    apply_mode,
+    stderr_notice,
+)
+from judge.providers.retry import (
+    is_refusal,
+    is_retryable_status,
+    parse_retry_after,
+    server_message,
+)
+from judge.verdicts.schema import request_decoder_schema, request_schema
 
 if TYPE_CHECKING:
     import openai
@@ -27,8 +50,10 @@ DEFAULT_MODEL = "gpt-4.1-mini"
 
 
 def chat_body(request: JudgeRequest, model: str, *,
-              token_field: str = "max_completion_tokens") -> dict[str, Any]:
-    """The /v1/chat/completions body for `request` (also the body of a batch line).
+              token_field: str = "max_completion_tokens",
+              mode: str = JSON_SCHEMA) -> dict[str, Any]:
+    """The /v1/chat/completions body for `request` (also the body of a batch line), asking
+    for the item's own schema in structured-output `mode` (judge.providers.response_format).
 
     OpenAI itself takes `max_completion_tokens` (newer models reject `max_tokens`);
     OpenAI-compatible servers get `max_tokens`, which they all understand.
@@ -39,12 +64,9 @@ def chat_body(request: JudgeRequest, model: str, *,
         "messages": [{"role": "system", "content": request.system}, *request.messages],
         "temperature": params.temperature,
         token_field: params.max_tokens,
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": request.schema_name, "strict": True,
-                            "schema": request.schema},
-        },
     }
+    apply_mode(body, mode, request_schema(request), request.schema_name,
+               lambda: request_decoder_schema(request))
     if params.seed is not None:
         body["seed"] = params.seed
     return body
@@ -97,8 +119,9 @@ def failure_from_error(exc: Exception, what: str) -> ProviderFailure:
         retryable = is_retryable_status(status)
         if status == 429 and exc.code == "insufficient_quota":
             retryable = False  # billing, not load: waiting will not help
-        return ProviderFailure(f"{what}: HTTP {status}: {_short(exc.message)}",
-                               retryable=retryable, status=status,
+        said = server_message(exc.body, exc.message)
+        return ProviderFailure(f"{what}: HTTP {status}: {said}", retryable=retryable,
+                               status=status, refused=is_refusal(status, exc.message),
                                retry_after=parse_retry_after(exc.response.headers))
     return ProviderFailure(f"{what}: {type(exc).__name__}: {_short(str(exc))}", retryable=False)
 
@@ -113,8 +136,12 @@ class OpenAIProvider(Provider):
     prefix = "openai"
     forms = ("openai:<model>",)
 
+    native_format = JSON_SCHEMA
+
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 timeout: float = 60.0, client: openai.AsyncOpenAI | None = None) -> None:
+                 timeout: float = 60.0, client: openai.AsyncOpenAI | None = None,
+                 response_format: str = AUTO, memory: FormatMemory | None = None,
+                 on_notice: Notice = stderr_notice) -> None:
         import openai
 
         self.model = model
@@ -126,6 +153,16 @@ class OpenAIProvider(Provider):
         self.endpoint = str(self.client.base_url)
         official = base_url is None or "api.openai.com" in base_url
         self.token_field = "max_completion_tokens" if official else "max_tokens"
+        #: where found modes are remembered (the settings cache)
+        self.memory = memory if memory is not None else FormatMemory.default()
+        self.on_notice = on_notice
+        remembered = self.memory.get(self.endpoint, model) if response_format == AUTO else None
+        self.ladder = Ladder(setting=response_format, remembered=remembered,
+                             on_found=self._found)
+
+    @property
+    def response_format(self) -> str:
+        return self.ladder.mode
 
     @classmethod
     def from_settings(cls, argument: str | None, settings: Settings) -> OpenAIProvider:
@@ -140,7 +177,8 @@ class OpenAIProvider(Provider):
                                   "URL (--base-url / OPENAI_BASE_URL) for an OpenAI-compatible "
                                   "server")
             api_key = NO_KEY
-        return cls(model, api_key=api_key, base_url=base_url, timeout=settings.timeout)
+        return cls(model, api_key=api_key, base_url=base_url, timeout=settings.timeout,
+                   response_format=settings.response_format)
 
     @classmethod
     def default_spec(cls, settings: Settings) -> str | None:
@@ -154,21 +192,47 @@ class OpenAIProvider(Provider):
         return OpenAIBatchClient(self)
 
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
+        return await self.ladder.send(lambda mode: self._post(request, mode))
+
+    async def _post(self, request: JudgeRequest, mode: str) -> ProviderResponse:
         import openai
         from openai.types.chat import ChatCompletion
 
-        body = chat_body(request, self.model, token_field=self.token_field)
+        body = chat_body(request, self.model, token_field=self.token_field, mode=mode)
         started = time.perf_counter()
         try:
             # `chat.completions.create(**body)` without its request transform: for the plain
             # JSON body chat_body builds the transform is an identity (tested), and it costs
             # a quarter of the SDK's CPU per call. Same endpoint, auth, timeout, errors and
-            # typed response.
+            # typed response. (It also sends the fields of modes the SDK has no type for.)
             completion = await self.client.post("/chat/completions", body=body,
                                                 cast_to=ChatCompletion)
         except openai.OpenAIError as exc:
-            raise failure_from_error(exc, self.spec) from exc
-        return response_from_completion(completion, self.spec, time.perf_counter() - started)
+            failure = failure_from_error(exc, self.spec)
+            if failure.refused and self.ladder.forced:
+                failure = ProviderFailure(
+                    f"{failure} (structured output is fixed to {mode} by "
+                    "JUDGE_RESPONSE_FORMAT / judge.toml response_format; 'auto' finds a mode "
+                    "this server takes)", retryable=False, status=failure.status,
+                    refused=True)
+            raise failure from exc
+        response = response_from_completion(completion, self.spec,
+                                            time.perf_counter() - started)
+        response.raw["response_format"] = mode
+        return response
+
+    def _found(self, refused_mode: str, mode: str, refusal: ProviderFailure) -> None:
+        """The ladder found `mode` after the server refused `refused_mode`: remember it, and
+        say so (once: the ladder settles once)."""
+        said = str(refusal).removeprefix(f"{self.spec}: ")
+        kept = self.memory.put(self.endpoint, self.model, mode,
+                               f"{refused_mode} refused: {said}")
+        where = f"remembered in {self.memory.path}" if kept and self.memory.path else \
+            "not remembered (the settings cache cannot be written)"
+        self.on_notice(f"{self.display_name}: the server refused "
+                       f"{DESCRIPTIONS[refused_mode]} ({said}); grading with "
+                       f"{DESCRIPTIONS[mode]} from now on, {where}; set JUDGE_RESPONSE_FORMAT "
+                       "to choose another")
 
     async def aclose(self) -> None:
         await self.client.close()

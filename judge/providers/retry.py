@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -105,3 +106,69 @@ def parse_retry_after(headers: Mapping[str, str] | None, *,
 def is_retryable_status(status: int) -> bool:
     """Statuses worth another try: request timeout, conflict, rate limit, server errors."""
     return status in (408, 409, 429) or status >= 500
+
+
+#: statuses that say "this request is malformed": the same request gets the same answer
+REFUSAL_STATUSES = frozenset({400, 404, 413, 422})
+#: what a 5xx body says when it is a request validation error dressed as a server error
+#: (llama-cpp-python answers HTTP 500 to a request its pydantic model rejects)
+_VALIDATION = re.compile(
+    r"validation error|input should be|field required|extra inputs are not permitted|"
+    r"literal_error|unprocessable|invalid (?:request|parameter|schema|value)|"
+    r"response_format|json_schema|guided_json|not supported", re.IGNORECASE)
+
+
+def is_refusal(status: int, message: str) -> bool:
+    """Did the server reject the request as malformed (not worth a retry; a structured-output
+    mode it may not take)? A 400/404/413/422, or a 5xx whose message is a validation error
+    or names the response format. 429, other 5xx, timeouts and connection errors are not."""
+    if status in REFUSAL_STATUSES:
+        return True
+    return status >= 500 and _VALIDATION.search(message) is not None
+
+
+# pydantic's error list as str() prints it: {'type': ..., 'loc': ('body', 'x'), 'msg': "..."}
+_PYDANTIC = re.compile(r"""'loc':\s*\(([^)]*)\),\s*'msg':\s*"""
+                       r"""(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
+MAX_MESSAGE = 300
+
+
+def server_message(body: object, fallback: str) -> str:
+    """The server's reason on one line: the error body's `message` (OpenAI, vLLM, Anthropic,
+    llama-cpp-python), a string `error` (LM Studio), FastAPI's `detail`; a pydantic error
+    list as "field.path: message"; else the first line of `fallback`. At most MAX_MESSAGE
+    characters, whitespace runs collapsed."""
+    text = _message_of(body) or fallback
+    match = _PYDANTIC.search(text)
+    if match:
+        loc = [p.strip().strip("'\"") for p in match.group(1).split(",")]
+        where = ".".join(p for p in loc if p and p != "body")
+        said = match.group(2) if match.group(2) is not None else match.group(3)
+        text = f"{where}: {said}" if where else said
+    else:
+        text = next((line for line in text.splitlines() if line.strip()), text)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "…"
+
+
+def _message_of(body: object, depth: int = 0) -> str | None:
+    if isinstance(body, str):
+        return body.strip() or None
+    if not isinstance(body, dict) or depth > 3:
+        return None
+    for name in ("message", "error", "detail"):
+        value = body.get(name)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, dict):
+            if "msg" in value and isinstance(value.get("msg"), str):  # FastAPI's 422 detail
+                loc = value.get("loc")
+                where = ".".join(str(p) for p in loc if p != "body") \
+                    if isinstance(loc, list | tuple) else ""
+                return f"{where}: {value['msg']}" if where else value["msg"]
+            found = _message_of(value, depth + 1)
+            if found:
+                return found
+        elif isinstance(value, str) and value.strip():
+            return value.strip()
+    return None

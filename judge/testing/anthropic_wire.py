@@ -103,6 +103,11 @@ def validate_messages(body: dict[str, Any]) -> None:
         schema = tool.get("input_schema")
         if not isinstance(schema, dict) or schema.get("type") != "object":
             raise ApiError(400, f"tools.{i}.input_schema: type must be 'object'")
+        unions = union_parameters(schema)
+        if tool.get("strict") and unions > MAX_UNION_PARAMETERS:
+            raise ApiError(400, "Schemas contains too many parameters with union types "
+                                f"({unions} parameters with type arrays or anyOf) which "
+                                f"exceeds the limit: {MAX_UNION_PARAMETERS}")
         names.append(name)
     choice = body.get("tool_choice")
     if choice is None:
@@ -114,3 +119,19 @@ def validate_messages(body: dict[str, Any]) -> None:
         raise ApiError(400, "tool_choice: requires tools")
     if kind == "tool" and choice.get("name") not in names:
         raise ApiError(400, f"tool_choice.name: no tool named {choice.get('name')!r}")
+
+
+#: strict tools: at most this many parameters with union types (anyOf or type arrays)
+MAX_UNION_PARAMETERS = 16
+
+
+def union_parameters(schema: Any) -> int:
+    """Parameters with union types in a schema, as Anthropic's strict tools count them."""
+    if isinstance(schema, list):
+        return sum(union_parameters(s) for s in schema)
+    if not isinstance(schema, dict):
+        return 0
+    kind = schema.get("type")
+    own = 1 if "anyOf" in schema or (isinstance(kind, list) and len(kind) > 1) else 0
+    return own + sum(union_parameters(v) for v in schema.values()
+                     if isinstance(v, dict | list))

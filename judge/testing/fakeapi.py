@@ -36,7 +36,7 @@ class FakeAPI:
 
     def __init__(self, *, latency: float = 0.0, responder: Responder | None = None,
                  batch_polls: int = 1, require_auth: bool = False,
-                 record: bool = True) -> None:
+                 record: bool = True, dialect: str = "openai") -> None:
         self.latency = latency
         self.responder = responder
         self.batch_polls = batch_polls
@@ -48,7 +48,7 @@ class FakeAPI:
         self._queue: deque[ReplyLike] = deque()
         self._ids = itertools.count(1)
         self._gen_index = itertools.count()
-        self.openai = OpenAIWire()
+        self.openai = OpenAIWire(dialect)
         self.responses = ResponsesWire()
         self.anthropic = AnthropicWire()
         self.openai_files = OpenAIFiles(self.new_id)
@@ -101,7 +101,7 @@ class FakeAPI:
         self.counts[wire.counter] += 1
         wire.check_auth(headers, self.require_auth)
         body = parse_body(raw)
-        fake = self._record(wire, method, path, dict(headers), body)
+        fake = self._record(wire, method, path, dict(headers), body, raw=raw)
         wire.validate(body)
         reply = self.decide(fake)
         delay = self.latency + reply.hold
@@ -159,9 +159,10 @@ class FakeAPI:
         return Answer(json.dumps(obj), obj)
 
     def _record(self, wire: Wire[Any], method: str, path: str, headers: dict[str, str],
-                body: Any, batch_id: str | None = None) -> FakeRequest:
+                body: Any, batch_id: str | None = None, *, raw: bytes = b"") -> FakeRequest:
         fake = FakeRequest(api=wire.api, method=method, path=path, headers=headers,
-                           body=body, index=next(self._gen_index), batch_id=batch_id)
+                           body=body, index=next(self._gen_index), batch_id=batch_id,
+                           raw=raw)
         if self.record:
             self.requests.append(fake)
         return fake

@@ -16,13 +16,18 @@ GET /v1/files/{id}[/content], POST /v1/batches, GET /v1/batches/{id}, POST
 /v1/batches/{id}/cancel, POST /v1/messages/batches, GET /v1/messages/batches/{id}[/results],
 GET /_fake/stats.
 
+`dialect`: the OpenAI-compatible server imitated on /v1/chat/completions ("openai";
+"llama-cpp-python", "lm-studio", "no-response-format": how each takes or refuses structured
+output, see judge.testing.dialects).
+
 Answers: queued replies first (`enqueue`), then `responder(request)`, then the default — a
 valid `pass` verdict citing the largest `seq` found in the prompt text, filling any other
 field the request's schema requires. Faults: see judge.testing.faults (429 with Retry-After,
 5xx, hang past the client timeout, dropped connection, malformed JSON, chosen verdicts,
 `flaky(rate)` for a random mix).
 
-Run standalone: `python -m judge.testing.fakeserver --port 8080 --latency 0.2 --fail-rate 0.1`.
+Run standalone: `python -m judge.testing.fakeserver --port 8080 --latency 0.2 --fail-rate 0.1`
+(`--dialect llama-cpp-python` to refuse structured output as that server does).
 
 HTTP is aiohttp's web server (`pip install 'judge[testing]'`), not the starlette + uvicorn
 stack `judge serve` is likely to use: an ASGI app cannot drop its connection before answering,
@@ -48,6 +53,7 @@ from types import TracebackType
 from typing import Any
 
 from judge.lifeline import die_with_parent
+from judge.testing.dialects import DIALECTS
 from judge.testing.fakeapi import FakeAPI
 from judge.testing.faults import FakeRequest, Reply, Responder, flaky
 from judge.testing.routes import serve
@@ -75,9 +81,10 @@ class FakeProviderServer:
     def __init__(self, latency: float = 0.0, responder: Responder | None = None, *,
                  host: str = "127.0.0.1", port: int = 0, batch_polls: int = 1,
                  require_auth: bool = False, process: bool = False,
-                 record: bool = True) -> None:
+                 record: bool = True, dialect: str = "openai") -> None:
         self.api = FakeAPI(latency=latency, responder=responder, batch_polls=batch_polls,
-                           require_auth=require_auth, record=record and not process)
+                           require_auth=require_auth, record=record and not process,
+                           dialect=dialect)
         self.host = host
         self.port = port
         self.process = process
@@ -247,11 +254,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hang", type=float, default=30.0,
                         help="seconds a 'timeout' fault holds the answer")
+    parser.add_argument("--dialect", default="openai", choices=sorted(DIALECTS),
+                        help="the OpenAI-compatible server to imitate on /v1/chat/completions")
     args = parser.parse_args(argv)
     responder = flaky(args.fail_rate, seed=args.seed, timeout_hold=args.hang) \
         if args.fail_rate > 0 else None
     server = FakeProviderServer(args.latency, responder, host=args.host, port=args.port,
-                                record=False)
+                                record=False, dialect=args.dialect)
     with server:
         print(f"fake provider server on {server.base_url}  "
               f"(OPENAI_BASE_URL={server.openai_base_url}); Ctrl-C to stop", flush=True)

@@ -26,6 +26,7 @@ class FakeRequest:
     body: Any           # the parsed JSON body (None for uploads and GETs)
     index: int          # 0-based arrival order among generation requests (-1 for others)
     batch_id: str | None = None
+    raw: bytes = field(default=b"", repr=False)  # the body's bytes as sent (live requests)
 
     @property
     def model(self) -> str | None:
@@ -58,14 +59,30 @@ class FakeRequest:
         return "\n".join(chunks)
 
     @property
+    def response_format(self) -> str | None:
+        """How a chat request asks for structured output: "json_schema", "json_object",
+        "guided_json", another response_format type, or None (nothing: the prompt asks)."""
+        if not isinstance(self.body, dict):
+            return None
+        fmt = self.body.get("response_format")
+        if isinstance(fmt, dict):
+            return str(fmt.get("type"))
+        return "guided_json" if "guided_json" in self.body else None
+
+    @property
     def schema(self) -> dict[str, Any] | None:
-        """The output schema the request asks for (response_format or the forced tool)."""
+        """The output schema the request asks for (response_format json_schema, json_object
+        with a schema, guided_json, or the forced tool)."""
         if not isinstance(self.body, dict):
             return None
         fmt = self.body.get("response_format")
         if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
             schema = fmt["json_schema"].get("schema")
             return schema if isinstance(schema, dict) else None
+        if isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):
+            return dict(fmt["schema"])
+        if isinstance(self.body.get("guided_json"), dict):
+            return dict(self.body["guided_json"])
         tools = self.body.get("tools")
         if isinstance(tools, list) and tools and isinstance(tools[0], dict):
             schema = tools[0].get("input_schema")

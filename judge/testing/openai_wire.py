@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 from openai.types.shared import ErrorObject
 
+from judge.testing import dialects
 from judge.testing.faults import FakeRequest
 from judge.testing.wire import Answer, ApiError, NewId, tokens
 
@@ -29,11 +30,17 @@ class OpenAIWire:
     counter = "chat"
     path = "/v1/chat/completions"
 
+    def __init__(self, dialect: str = dialects.OPENAI) -> None:
+        dialects.check(dialect, {})  # an unknown dialect fails here, not at the first call
+        #: the OpenAI-compatible server imitated (judge.testing.dialects)
+        self.dialect = dialect
+
     def check_auth(self, headers: Mapping[str, str], require_auth: bool) -> None:
         if require_auth and not headers.get("authorization", "").startswith("Bearer "):
             raise ApiError(401, "You didn't provide an API key.")
 
     def validate(self, body: dict[str, Any]) -> None:
+        dialects.check(self.dialect, body)
         validate_chat(body)
 
     def completion(self, request: FakeRequest, answer: Answer, new_id: NewId) -> ChatCompletion:
@@ -121,9 +128,62 @@ def validate_chat(body: dict[str, Any]) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _strict_problem_of(schema_json: bytes) -> str | None:
-    """strict_schema_problem, once per distinct schema (every request of a run sends the
-    same one, and the walk costs more than the rest of the request)."""
-    return strict_schema_problem(orjson.loads(schema_json), "schema")
+    """strict_schema_problem and strict_limits_problem, once per distinct schema (a run
+    sends few distinct ones, and the walk costs more than the rest of the request)."""
+    schema = orjson.loads(schema_json)
+    if isinstance(schema, dict) and "anyOf" in schema:
+        return "In context=(), 'anyOf' is not permitted at the root of the schema."
+    return strict_schema_problem(schema, "schema") or strict_limits_problem(schema)
+
+
+#: OpenAI's documented structured-outputs limits
+MAX_ENUM_VALUES = 1000
+LARGE_STRING_ENUM = 250
+MAX_LARGE_ENUM_CHARS = 15_000
+MAX_TOTAL_CHARS = 120_000
+
+
+def strict_limits_problem(schema: Any) -> str | None:
+    """What OpenAI strict mode refuses for size: more than MAX_ENUM_VALUES enum values in
+    the schema, a string enum of more than LARGE_STRING_ENUM values longer than
+    MAX_LARGE_ENUM_CHARS in all, more than MAX_TOTAL_CHARS characters in property names and
+    enum values together."""
+    enum_values = 0
+    total_chars = 0
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        props = node.get("properties")
+        if isinstance(props, dict):
+            total_chars += sum(len(str(k)) for k in props)
+            stack.extend(props.values())
+        enum = node.get("enum")
+        if isinstance(enum, list):
+            enum_values += len(enum)
+            strings = [v for v in enum if isinstance(v, str)]
+            chars = sum(len(v) for v in strings)
+            total_chars += chars
+            if len(strings) > LARGE_STRING_ENUM and chars > MAX_LARGE_ENUM_CHARS:
+                return (f"a string enum of {len(strings)} values has {chars} "
+                        f"characters in all (at most {MAX_LARGE_ENUM_CHARS} for an enum of "
+                        f"more than {LARGE_STRING_ENUM} values)")
+        for key in ("items", "anyOf", "$defs", "definitions"):
+            sub = node.get(key)
+            if isinstance(sub, dict) and key in ("$defs", "definitions"):
+                stack.extend(sub.values())
+            elif sub is not None:
+                stack.append(sub)
+    if enum_values > MAX_ENUM_VALUES:
+        return f"{enum_values} enum values (at most {MAX_ENUM_VALUES})"
+    if total_chars > MAX_TOTAL_CHARS:
+        return (f"{total_chars} characters in property names and enum values "
+                f"(at most {MAX_TOTAL_CHARS})")
+    return None
 
 
 def strict_schema_problem(schema: Any, where: str) -> str | None:

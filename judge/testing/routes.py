@@ -87,8 +87,9 @@ class Routes:
         try:
             return await handler(request)
         except ApiError as exc:
-            return json_response(exc.status, wire.error(exc.status, exc.message, exc.param),
-                                 exc.headers)
+            body = exc.body if exc.body is not None else \
+                wire.error(exc.status, exc.message, exc.param)
+            return json_response(exc.status, body, exc.headers)
         except DropConnection:
             if request.transport is not None:
                 request.transport.abort()

@@ -25,15 +25,19 @@ NewId = Callable[[str], str]
 
 
 class ApiError(Exception):
-    """A request the real API would refuse, or an injected error status."""
+    """A request the real API would refuse, or an injected error status. `body`: the error
+    body to send verbatim (another server's shape: judge.testing.dialects); None: the wire
+    format's own error body."""
 
     def __init__(self, status: int, message: str, param: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None,
+                 body: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.headers = dict(headers or {})
+        self.body = body
 
 
 class DropConnection(Exception):

@@ -62,8 +62,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _decode(body: str) -> Any:
+    # strict=False: a raw line break or tab inside a string (the rationale) is read as that
+    # character, as a JSON escape of it would be; small models under a grammar write them
     try:
-        return json.loads(body, object_pairs_hook=_no_duplicates)
+        return json.loads(body, object_pairs_hook=_no_duplicates, strict=False)
     except _Duplicate as dup:
         raise VerdictInvalid(f"field '{dup.name}' appears more than once (an ambiguous "
                              "verdict: give each field once)") from None
