@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from judge.safe_text import html_text, md_code, md_fence, md_text, visible
+from judge.safe_text import (
+    html_code_spans,
+    html_text,
+    md_code,
+    md_code_spans,
+    md_fence,
+    md_text,
+    visible,
+)
 from judge.trace.describe import event_text
 
 
@@ -158,10 +166,12 @@ def change_lines(s: dict[str, Any]) -> list[str]:
 
 # -- Markdown and HTML from one document ---------------------------------------------------
 class _Writer(Protocol):
-    """Block-level output; inline arguments are already escaped (`t` for content, `code`,
-    `bold`), so a writer never sees raw content."""
+    """Block-level output; inline arguments are already escaped (`t` for content, `msg` for
+    a message whose `name` code spans stay code, `code`, `bold`), so a writer never sees raw
+    content."""
 
     def t(self, value: object) -> str: ...
+    def msg(self, value: object) -> str: ...
     def code(self, value: object) -> str: ...
     def bold(self, inline: str) -> str: ...
     def heading(self, level: int, inline: str) -> None: ...
@@ -178,6 +188,9 @@ class _Markdown:
 
     def t(self, value: object) -> str:
         return md_text(value)
+
+    def msg(self, value: object) -> str:
+        return md_code_spans(value)
 
     def code(self, value: object) -> str:
         return md_code(value)
@@ -212,6 +225,9 @@ class _Html:
     def t(self, value: object) -> str:
         return html_text(value)
 
+    def msg(self, value: object) -> str:
+        return html_code_spans(value)
+
     def code(self, value: object) -> str:
         return f"<code>{html_text(value)}</code>"
 
@@ -244,7 +260,7 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
     w.heading(1, f"Run {w.t(s['run_id'])} — suite {w.code(s['suite'])}")
     w.para(w.bold(f"Release gate: {'PASSED' if g['passed'] else 'FAILED'}"))
     if g["reasons"]:
-        w.items([w.t(r) for r in g["reasons"]])
+        w.items([w.msg(r) for r in g["reasons"]])
     line = judge_line(s)
     w.para(w.t(line[0].upper() + line[1:]))
     if s.get("uncalibrated_note"):
@@ -261,7 +277,7 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
         ex = c.get("example") or {}
         w.heading(3, f"{w.t(c['signature'])} ({c['count']} trace(s))")
         if ex.get("message"):
-            w.para(w.t(ex["message"]))
+            w.para(w.msg(ex["message"]))
         w.para("Traces: " + ", ".join(w.t(t) for t in c["traces"][:20]))
         if c.get("slice"):
             w.pre([_event_line(e).strip() for e in c["slice"]])
