@@ -105,10 +105,12 @@ def test_two_runs_where_a_scenario_starts_failing(store_url: str, tmp_path: Path
     assert "started failing (1): refund-once" in changed
     assert re.search(r"new failure signatures \(\d+\): forbidden:refundOnce", changed)
     assert f"Compared with run {first_id}" in " ".join(t for _a, t in page.find("p", "note"))
-    # scenario bar: 1 of 2 repetitions, flaky, worst severity, failing since this run
+    # scenario bar: the scenario's one task (its traces name none), failing; its two trials
+    # disagree (1 of 2 passed): a flaky task; worst severity, failing since this run
     (bar, _), = page.find("span", "bar")
-    assert bar["title"] == "1 of 2"
+    assert bar["title"] == "0 of 1"
     row = next(t for _a, t in page.find("tr") if t.startswith("refund-once"))
+    assert "1/2" in row and "1 flaky task(s)" in row
     assert "safety-critical" in row and "flaky" in row and f"for 1 run(s), since {second_id}" in row
     # the judge's share and each prompt version's calibration state
     imgs = [a for a, _t in page.find("img")]
