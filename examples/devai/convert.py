@@ -54,7 +54,6 @@ from judge.errors import InputError
 from judge.formats import HumanLabel, Verdict, item_id
 from judge.labels import write_labels, write_verdicts
 
-ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = ("OpenHands", "MetaGPT", "GPT-Pilot")
 RUBRIC = "devai_requirement"
 PROMPT_VERSION = "gray_box"
@@ -146,12 +145,13 @@ def in_sample(iid: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT / "examples" / "data" / "devai")
-    parser.add_argument("--verdicts", type=Path,
-                        default=ROOT / "examples" / "devai" / "verdicts.jsonl")
-    parser.add_argument("--labels", type=Path, default=ROOT / "labels" / "devai.jsonl")
-    parser.add_argument("--sample", type=Path, default=ROOT / "labels" / "devai-sample.jsonl")
+    parser = argparse.ArgumentParser(
+        description="Write the DevAI judgments as judge verdicts and labels (run it from the "
+                    "repository root: the default paths are relative to it).")
+    parser.add_argument("--data", type=Path, default=Path("examples/data/devai"))
+    parser.add_argument("--verdicts", type=Path, default=Path("examples/devai/verdicts.jsonl"))
+    parser.add_argument("--labels", type=Path, default=Path("labels/devai.jsonl"))
+    parser.add_argument("--sample", type=Path, default=Path("labels/devai-sample.jsonl"))
     args = parser.parse_args(argv)
     try:
         pairs = list(records(args.data))
