@@ -267,3 +267,30 @@ def test_nightly_reports_show_tasks_and_trials(nightly: dict[str, Any]) -> None:
         t["trials"] for s, ts in summary["tasks"].items() if s != "tau-airline"
         for t in ts.values() if len(ts) > 1)
     assert "designed failures caught" in html and "`" not in html
+
+
+def test_hostile_task_ids_stay_inert_in_every_report(nightly: dict[str, Any]) -> None:
+    """Task ids come from traces and manifests: text shows controls as escapes, Markdown and
+    HTML carry no markup from them, JUnit stays XML."""
+    import copy
+
+    from judge.reports.run import RunReport, to_html
+    from judge.suite.junit import to_junit
+    from judge.suite.report import render_html, render_markdown, render_text
+
+    evil = "<script>x</script>\x1b[2J|`a`"
+    s = copy.deepcopy({k: v for k, v in nightly.items() if k != "_junit"})
+    tau = s["tasks"]["tau-airline"]
+    tau[evil] = tau.pop("0")
+    for t in s["traces"]:
+        if t["scenario"] == "tau-airline" and t["task_id"] == "0":
+            t["task_id"] = evil
+    s["flaky_tasks"][0]["task_id"] = evil
+    text = render_text(s)
+    assert "\x1b" not in text and "\\x1b" in text
+    for page in (render_html(s), to_html(RunReport(summary=s))):
+        assert "<script>" not in page and "&lt;script&gt;" in page
+    md = render_markdown(s)
+    assert "<script>" not in md and "\\|" in md
+    root = ET.fromstring(to_junit(s).encode("utf-8"))
+    assert any("\\x1b" in (f.text or "") for f in root.iter("failure"))
