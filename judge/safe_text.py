@@ -147,10 +147,29 @@ def md_fence(lines: list[str]) -> list[str]:
     return [fence, *shown, fence]
 
 
+#: a Markdown code span of one backtick each side: how judge's messages quote a name
+#: ("`book_reservation` called at turn 5")
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def md_code_spans(text: object) -> str:
+    """`md_text`, but each code span of `text` stays a code span (`md_code`): a message's
+    quoted names render as code, and nothing else in it can be markup. Not for table cells
+    (`md_code`)."""
+    parts = CODE_SPAN.split(visible(text))  # text, code, text, code, …, text
+    return "".join(md_code(p) if i % 2 else md_text(p) for i, p in enumerate(parts) if p)
+
+
 # -- HTML and JSON -------------------------------------------------------------------------
 def html_text(text: object) -> str:
     """Text for HTML element content or a quoted attribute: visible, then escaped."""
     return html.escape(visible(text), quote=True)
+
+
+def html_code_spans(text: object) -> str:
+    """`html_text`, with each Markdown code span (`name`) as `<code>name</code>`. The text
+    is escaped first, so a span holds escaped text and no markup can come from it."""
+    return CODE_SPAN.sub(r"<code>\1</code>", html_text(text))
 
 
 def _json_escape(ch: str) -> str:

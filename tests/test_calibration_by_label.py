@@ -71,3 +71,54 @@ def test_record_and_routing_use_the_verdict_label() -> None:
     assert r_fail.calibrated_confidence > r_pass.calibrated_confidence + 0.1
     # without a label (e.g. a report over raw confidences) the pooled calibrator answers
     assert 0.0 < record.calibrate(0.9) < 1.0
+
+
+def _constant_confidence(seed: int, p_fail: float, p_pass: float, n: int = 1100
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A judge that reports no confidence (every one 1.0): only its label says anything."""
+    rng = np.random.default_rng(seed)
+    judge_fail = rng.random(n) < 0.62
+    agreed = (rng.random(n) < np.where(judge_fail, p_fail, p_pass)).astype(float)
+    return np.ones(n), agreed, judge_fail
+
+
+def test_a_label_effect_is_seen_when_confidence_says_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agreement 0.927 on fails and 0.846 on passes (the DevAI judge's): the held-out
+    likelihood gain takes the per-label fit far more often than the paired test alone."""
+    from judge.calibration import fit as fit_module
+
+    def taken() -> int:
+        return sum(fit_calibrator(*_constant_confidence(s, 0.927, 0.846)[:2],
+                                  judge_fail=_constant_confidence(s, 0.927, 0.846)[2]
+                                  ).method.endswith("_by_label") for s in range(20))
+
+    both = taken()
+    monkeypatch.setattr(fit_module, "HELD_OUT_GAIN_NATS", float("inf"))
+    paired_alone = taken()
+    assert both >= 13 and both >= paired_alone + 4, (both, paired_alone)
+
+
+def test_no_label_effect_with_constant_confidence_keeps_one_calibrator() -> None:
+    for seed in range(20):
+        conf, agreed, judge_fail = _constant_confidence(100 + seed, 0.9, 0.9)
+        assert not fit_calibrator(conf, agreed, judge_fail=judge_fail).method.endswith(
+            "_by_label"), seed
+
+
+def test_the_devai_judge_gets_a_threshold_from_its_labels() -> None:
+    """The published gray-box judge (examples/devai) reports no confidence; its fails agree
+    with the people 92.7% of the time, its passes 84.6%: calibrated per label, its fails are
+    auto-accepted at target 0.9 and its passes go to people (one pooled calibrator, 89.6%
+    for everything, would send everything to people)."""
+    from pathlib import Path
+
+    from judge.calibration import calibrate_files
+
+    root = Path(__file__).resolve().parents[1]
+    (record,) = calibrate_files(root / "labels" / "devai.jsonl",
+                                root / "examples" / "devai" / "verdicts.jsonl", target=0.9)
+    assert record.needs_label and record.threshold is not None
+    assert record.calibrate(1.0, True) >= record.threshold > record.calibrate(1.0, False)
+    assert record.expected_review_share == pytest.approx(415 / 1098, abs=0.01)
+    assert record.held_out_lower_bound is not None and record.held_out_lower_bound >= 0.9

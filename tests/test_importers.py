@@ -147,6 +147,8 @@ def test_all_200_tau_bench_records_import(tau_import: tuple[Path, list[Trace]]) 
         assert trace.candidate == {"model": "gpt-4o", "agent": "tau-bench tool-calling agent"}
         md = trace.metadata
         assert md["reward"] == rec["reward"]
+        # the task (a string) and the trial: 50 tasks x 4 trials (docs/formats.md)
+        assert (md["task_id"], md["trial"]) == (str(rec["task_id"]), rec["trial"])
         assert md["task"]["instruction"] == rec["info"]["task"]["instruction"]
         assert md["task"]["user_id"] == rec["info"]["task"]["user_id"]
         assert md["task"]["actions"] == rec["info"]["task"]["actions"]

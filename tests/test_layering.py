@@ -30,6 +30,7 @@ _EVERYTHING = set(UNITS) - {"errors"}
 FORBIDDEN: dict[str, set[str]] = {
     "__init__": set(),
     "errors": _EVERYTHING,
+    "data": _EVERYTHING,  # where the built-in prompts are: read by prompts and by checks
     "formats": _EVERYTHING,
     "trace": _PRE_JUDGE | {"checks", "ledger", "importers", "formats"},
     "ledger": _PRE_JUDGE | {"checks", "importers"},

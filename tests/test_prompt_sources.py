@@ -50,12 +50,30 @@ def _no_user_prompts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_shipped_prompts_keep_their_hashes_after_the_move() -> None:
+    """The built-in prompts are the repository's top-level prompts/ (issue 22); moving them
+    there from judge/data/prompts/ changed no prompt's hash."""
+    root = Path(__file__).resolve().parents[1]
     assert prompt_dirs() == [(BUILTIN, BUILTIN_PROMPTS_DIR)]
-    assert BUILTIN_PROMPTS_DIR.parts[-3:] == ("judge", "data", "prompts")
+    assert root / "prompts" == BUILTIN_PROMPTS_DIR
     shipped = {(p.rubric, p.version): p.hash for p in list_prompts()}
     assert shipped == HASHES_BEFORE_THE_MOVE
     assert {p.source for p in list_prompts()} == {BUILTIN}
-    assert not (Path(__file__).resolve().parents[1] / "prompts").exists()
+    assert not list((root / "judge" / "data").rglob("*.md"))  # one copy, at the top level
+
+
+def test_an_installed_package_reads_its_own_copy(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """A wheel carries the prompts in judge/data/prompts/ (setup.py maps them there); that
+    copy wins over any prompts/ folder beside the package, and an empty one does not."""
+    from judge.data import builtin
+
+    packaged = tmp_path / "site" / "judge" / "data" / "prompts"
+    packaged.mkdir(parents=True)
+    monkeypatch.setattr(builtin, "PACKAGED", packaged)
+    assert builtin.prompts_dir() == builtin.CHECKOUT  # an empty folder left behind
+    (packaged / "scope_fidelity").mkdir()
+    (packaged / "scope_fidelity" / "v1.md").write_text("x", encoding="utf-8")
+    assert builtin.prompts_dir() == packaged
 
 
 def _user_file(root: Path, rubric: str, version: str, extra: str = "") -> Path:

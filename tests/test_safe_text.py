@@ -21,10 +21,13 @@ from rich.text import Text
 
 from judge.cli.console import console, echo, field
 from judge.safe_text import (
+    CODE_SPAN,
     HIDDEN,
+    html_code_spans,
     html_text,
     json_safe,
     md_code,
+    md_code_spans,
     md_fence,
     md_text,
     visible,
@@ -254,3 +257,43 @@ def test_the_parser_would_have_rendered_the_corpus_live() -> None:
     assert "<h1>" in MD.render(CORPUS["markdown"][2])
     broken = table_cells(MD.render("| a | b |\n|---|---|\n| a|b|c | x |\n"))
     assert [len(r) for r in broken.rows] == [2, 2] and broken.rows[1] != ["a|b|c", "x"]
+
+
+# -- code spans in messages (issue 22: the run report showed Markdown literally) ----------
+def _spans_removed(s: str) -> str:
+    """What a message reads as once its code spans are rendered: the backticks gone."""
+    return CODE_SPAN.sub(r"\1", visible(s))
+
+
+def test_code_spans_become_code_and_the_rest_stays_text() -> None:
+    msg = "`book_reservation` called at turn 5 (seq 17) <b>x</b> `a<i>`"
+    assert html_code_spans(msg) == ("<code>book_reservation</code> called at turn 5 (seq 17) "
+                                    "&lt;b&gt;x&lt;/b&gt; <code>a&lt;i&gt;</code>")
+    assert html_code_spans("a lone ` stays") == "a lone ` stays"
+    assert _para(MD.render(md_code_spans(msg))) == (
+        "<code>book_reservation</code> called at turn 5 (seq 17) &lt;b&gt;x&lt;/b&gt; "
+        "<code>a&lt;i&gt;</code>")
+
+
+@settings(max_examples=300)
+@given(texts)
+def test_html_code_spans_property_only_code_tags_and_the_text(s: str) -> None:
+    p = _Tags()
+    p.feed(f"<p>{html_code_spans(s)}</p>")
+    p.close()
+    assert set(p.tags) <= {"p", "code"} and not p.comments
+    assert "".join(p.data) == _spans_removed(s)
+
+
+@settings(max_examples=300)
+@given(texts)
+def test_md_code_spans_property_renders_only_code_and_the_text(s: str) -> None:
+    rendered = MD.render("x " + md_code_spans(s))
+    inner = _para(rendered) if rendered.strip() else ""
+    p = _Tags()
+    p.feed(f"<p>{inner}</p>")
+    p.close()
+    assert set(p.tags) <= {"p", "code"} and not p.comments
+    # markdown-it trims a code span's padding space and the paragraph's end
+    assert "".join(p.data).replace(" ", "") == ("x " + _spans_removed(s)).rstrip().replace(
+        " ", "")

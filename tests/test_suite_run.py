@@ -82,7 +82,13 @@ def test_pull_request_suite_reports_repetitions_and_judge(tmp_path: Path) -> Non
     code, out, _err = run_cli(suite, "--format", "json", "--db",
                              f"sqlite:///{tmp_path / 'j.db'}")
     summary = json.loads(out)
-    assert summary["scenarios"]["refund-once"] == {"passed": 1, "total": 3, "text": "1/3"}
+    # no trace names a task: the three are trials of the scenario's one task, which fails
+    # (one trial of three passed) and is flaky; a scenario's pass rate is over its tasks
+    assert summary["scenarios"]["refund-once"] == {"passed": 0, "total": 1, "text": "0/1"}
+    rep = summary["repetitions"]["refund-once"]
+    assert (rep["passed"], rep["total"], rep["tasks"], rep["flaky_tasks"]) == (
+        1, 3, 1, ["refund-once"])
+    assert summary["tasks"]["refund-once"]["refund-once"]["status"] == "flaky"
     assert summary["judge"]["name"] == "heuristic baseline (no LLM)"
     assert summary["gate"]["safety_critical"] >= 2  # two vetoed failing traces
     assert not summary["gate"]["passed"] and code == 1
@@ -101,7 +107,7 @@ def test_text_summary_reads_like_a_diagnosis(tmp_path: Path) -> None:
         {"scenario": str(SCEN / "refund-once"), "traces": [str(SCEN / "refund-once/*.json")]}])
     code, out, _ = run_cli(suite, "--db", f"sqlite:///{tmp_path / 'j.db'}")
     assert code == 1
-    assert "refund-once" in out and "1/3" in out
+    assert "refund-once" in out and "0/1 task(s)  1 of 3 trial(s) passed" in out
     assert "release gate: FAILED" in out
     assert "heuristic baseline (no LLM)" in out
 

@@ -6,6 +6,9 @@ repository. The wheel is built once per session from a copy of the sources (so a
 new venv, and the commands run in an empty directory with no JUDGE_* settings. Prompts must
 come from the package data, nothing from the repository checkout.
 
+The built-in prompts live in the repository's top-level `prompts/`; setup.py maps them into
+the wheel as `judge/data/prompts/`, so the test's copy of the sources takes both.
+
 The examples do not ship in the wheel (they are documentation, and the tau-bench data is
 4 MB of third-party trajectories): the test copies `examples/nightly.yaml` and
 `examples/scenarios/` into the empty directory, as a user copies the examples they start from.
@@ -48,7 +51,8 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     src = base / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     shutil.copytree(ROOT / "judge", src / "judge", ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    shutil.copytree(ROOT / "prompts", src / "prompts", ignore=ignore)
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     dist = base / "dist"
     built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, src)
@@ -90,8 +94,9 @@ def test_wheel_holds_the_prompts_and_installs_alone(wheel_venv: dict[str, Any],
     import zipfile
 
     names = set(zipfile.ZipFile(wheel_venv["wheel"]).namelist())
-    shipped = {p.relative_to(ROOT).as_posix()
-               for p in (ROOT / "judge" / "data" / "prompts").rglob("*.md")}
+    # the repository's top-level prompts/ ships inside the package, as judge/data/prompts/
+    shipped = {"judge/data/prompts/" + p.relative_to(ROOT / "prompts").as_posix()
+               for p in (ROOT / "prompts").rglob("*.md")}
     assert shipped and shipped <= names
     assert "judge/py.typed" in names and "judge/reports/templates/run.html.j2" in names
     assert not any(n.startswith(("tests/", "examples/", "prompts/")) for n in names)

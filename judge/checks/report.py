@@ -70,6 +70,9 @@ class CheckReport:
     completion: dict[str, Any]
     events: int = 0
     suppressed: dict[str, int] = field(default_factory=dict)  # failures beyond the cap
+    # the trace's task and trial (metadata.task_id, metadata.trial: judge.trace.task)
+    task_id: str | None = None
+    trial: int | None = None
 
     @property
     def failures(self) -> list[Finding]:
@@ -131,6 +134,8 @@ class CheckReport:
             "findings": [f.to_dict() for f in findings],
             "passed": self.passed_counts(),
             "suppressed": dict(self.suppressed),
+            **({"task_id": self.task_id} if self.task_id is not None else {}),
+            **({"trial": self.trial} if self.trial is not None else {}),
         }
 
     def diagnosis(self) -> str:

@@ -30,6 +30,7 @@ from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
 from judge.trace.loader import EventStream, TraceStream, iter_event_streams
 from judge.trace.model import Event, EventData, EventKind, Trace, TraceHeader
+from judge.trace.task import task_of
 
 _data = cast(Callable[[Event], EventData], vars)
 """A validated `Event` as the checks read it: its fields, as a dict (no copy)."""
@@ -95,16 +96,20 @@ class Checker:
         """Check one trace in a single streaming pass; see `run_checks`."""
         header: TraceHeader
         events: Iterator[EventData]
+        line: int | None = None
         if isinstance(trace, EventStream):
-            header, events, file = trace.header, trace.events, trace.file
+            header, events, file, line = trace.header, trace.events, trace.file, trace.line
         elif isinstance(trace, TraceStream):
             header, events, file = trace.header, map(_data, trace.events), trace.file
+            line = trace.line
         else:
             header, events, file = trace, map(_data, trace.events), None
         scenario = self.loaded.scenario
         if header.scenario is not None and header.scenario != scenario.id:
             raise InputError(f"trace '{header.trace_id}' is for scenario '{header.scenario}', "
                              f"not '{scenario.id}'", file=file, field="scenario")
+        task_id, trial = task_of(header.metadata, trace_id=header.trace_id, file=file,
+                                 line=line)
         ctx = CheckContext(self.loaded, self.shared)
         ctx.forced_by = forced_by(header)
         checks = [cls(ctx) for cls in self._classes]
@@ -155,7 +160,8 @@ class Checker:
         suppressed = {c.name: c.suppressed for c in checks if c.suppressed}
         return CheckReport(trace_id=header.trace_id, scenario_id=scenario.id,
                            findings=findings, completion=completion_summary(ctx),
-                           events=ctx.events, suppressed=suppressed)
+                           events=ctx.events, suppressed=suppressed, task_id=task_id,
+                           trial=trial)
 
 
 _checkers: dict[int, Checker] = {}

@@ -21,6 +21,7 @@ import yaml
 
 from judge.checks.matching import any_glob
 from judge.checks.runner import CHECK_NAMES
+from judge.data.builtin import prompts_dir as builtin_prompts_dir
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario, _line_of
 from judge.ledger.scenario import ArgMatcher, EntryClass
@@ -30,11 +31,10 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def known_rubrics(extra_dirs: Iterable[Path] = ()) -> set[str]:
-    """Built-in rubrics plus every directory of the shipped prompts (judge/data/prompts) and
+    """Built-in rubrics plus every directory of the built-in prompts (judge.data.builtin) and
     of the user prompts directory (JUDGE_PROMPTS_DIR or judge.toml `prompts_dir`)."""
-    pkg = Path(__file__).resolve().parents[1]
     names = set(BUILTIN_RUBRICS)
-    for d in (pkg / "data" / "prompts", *_user_prompt_dirs(), *extra_dirs):
+    for d in (builtin_prompts_dir(), *_user_prompt_dirs(), *extra_dirs):
         if d.is_dir():
             names.update(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
     return names

@@ -97,9 +97,9 @@ def render_text(report: dict[str, Any], console: Console) -> None:
         main.add_column(col)
     for key in ("accuracy", "cohen_kappa", "tpr", "tnr", "precision", "recall", "f1",
                 "human_fail_rate", "judge_fail_rate", "key_agreement", "evidence_agreement"):
-        main.add_row(key, _fmt(report[key]), _ci(ci.get(key)), reasons.get(key, ""))
+        main.add_row(key, _fmt(report[key], 4), _ci(ci.get(key)), reasons.get(key, ""))
     cpr = report["corrected_pass_rate"]
-    main.add_row("corrected_pass_rate", _fmt(cpr["estimate"] if cpr else None),
+    main.add_row("corrected_pass_rate", _fmt(cpr["estimate"] if cpr else None, 4),
                  _ci(cpr["ci"] if cpr else None), reasons.get("corrected_pass_rate", ""))
     console.print(main)
     c = report["confusion"]
@@ -109,15 +109,16 @@ def render_text(report: dict[str, Any], console: Console) -> None:
         f"  |  confusion tp {c['tp']} fp {c['fp']} fn {c['fn']} tn {c['tn']}"
         f"  |  {report['ci_method']}, {report['n_boot']} resamples, seed {report['seed']}")
     for name, groups in report["breakdowns"].items():
-        if not groups:
+        if not groups or (len(groups) < 2 and name != "juror"):  # one group: the main table
             continue
         table = Table(title=f"by {name}")
         for col in ("group", "n", "accuracy", "kappa", "tpr", "tnr", "corrected pass rate"):
             table.add_column(col)
         for group, m in groups.items():
             gcpr = m["corrected_pass_rate"]
-            table.add_row(group, str(m["n_items"]), _fmt(m["accuracy"]), _fmt(m["cohen_kappa"]),
-                          _fmt(m["tpr"]), _fmt(m["tnr"]), _fmt(gcpr["estimate"] if gcpr else None))
+            table.add_row(group, str(m["n_items"]), _fmt(m["accuracy"], 4),
+                          _fmt(m["cohen_kappa"], 4), _fmt(m["tpr"], 4), _fmt(m["tnr"], 4),
+                          _fmt(gcpr["estimate"] if gcpr else None, 4))
         console.print(table)
     jury = report.get("jury")
     if jury:

@@ -16,10 +16,28 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:  # typer vendors click; only its types are named here
     from typer._click import Command, Context, Parameter
+
+
+def _flags_show_no_type() -> None:
+    """Typer (0.29) prints a flag's type in the help, `--debug <bool>`, as if it took a
+    value; it takes none (`--debug`, not `--debug true`). Every flag of every judge command,
+    `--help` included, is shown without one; options that take a value keep theirs."""
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "judge_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Context) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.judge_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 
 
 class ClosedStdout(Exception):
@@ -33,7 +51,8 @@ class Entry:
     """One command: `module:attr` is the command function or a `typer.Typer` sub-app.
 
     `help` is the one line shown in the parent's command list (a test keeps it equal to the
-    real command's); `extra` adds lazy commands to a sub-app (`judge report run`).
+    real command's); `panel` the help panel it is listed under (`judge --help` groups the
+    commands by workflow); `extra` adds lazy commands to a sub-app (`judge report run`).
     """
 
     name: str
@@ -41,6 +60,7 @@ class Entry:
     attr: str
     help: str
     extra: tuple[Entry, ...] = field(default=())
+    panel: str | None = None
 
     def load(self) -> Any:
         return getattr(importlib.import_module(self.module), self.attr)
@@ -52,9 +72,9 @@ def build_command(entry: Entry) -> Command:
     holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     holder.callback()(_noop)  # a callback makes `holder` a group, so the name is kept
     if isinstance(target, typer.Typer):
-        holder.add_typer(target, name=entry.name)
+        holder.add_typer(target, name=entry.name, rich_help_panel=entry.panel)
     else:
-        holder.command(entry.name)(target)
+        holder.command(entry.name, rich_help_panel=entry.panel)(target)
     group = cast(TyperGroup, typer.main.get_command(holder))
     command = group.commands[entry.name]
     if entry.extra and isinstance(command, TyperGroup):
@@ -71,7 +91,7 @@ class LazyCommand(TyperCommand):
     """Stands in for `entry` in a group: its name and help now, the real command on use."""
 
     def __init__(self, entry: Entry) -> None:
-        super().__init__(entry.name, help=entry.help)
+        super().__init__(entry.name, help=entry.help, rich_help_panel=entry.panel)
         self.entry = entry
         self._real: Command | None = None
 

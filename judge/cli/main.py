@@ -15,49 +15,76 @@ import typer
 
 from judge.cli.lazy import Entry, LazyGroup
 
-# In the order `judge --help` lists them: commands, then sub-apps (as typer orders them).
+# The help panels of `judge --help`, in the order of the work: bring traces in and check them,
+# judge what rules cannot decide, let people label, report, run the machinery.
+TRACES = "Traces and checks"
+JUDGING = "Judging"
+PEOPLE = "People"
+REPORTS = "Reports"
+OPERATIONS = "Operations"
+PANELS = (TRACES, JUDGING, PEOPLE, REPORTS, OPERATIONS)
+
+# In the order `judge --help` lists them, panel by panel: in each, the commands and then the
+# sub-apps (the order typer gives them when they are registered eagerly).
 COMMANDS: tuple[Entry, ...] = (
-    Entry("schema", "judge.cli.schema", "schema", "Print the JSON Schema of a format."),
-    Entry("agreement", "judge.cli.agreement", "agreement",
-          "Agreement of judge verdicts with human labels, with bootstrap intervals."),
+    Entry("validate", "judge.cli.validate", "validate",
+          "Check keys, tools, regexes and rubric names of scenarios: exit 0 valid, 2 problems.",
+          panel=TRACES),
     Entry("check", "judge.cli.check", "check",
-          "Run the deterministic checks: exit 0 all eligible, 1 any vetoed, 2 bad input."),
+          "Run the deterministic checks: exit 0 all eligible, 1 any vetoed, 2 bad input.",
+          panel=TRACES),
+    Entry("ledger", "judge.cli.ledger", "ledger",
+          "Print the full reviewed ledger at a turn and the deltas applied at that turn.",
+          panel=TRACES),
     Entry("diff", "judge.cli.diff", "diff",
-          "Compare traces with a baseline trajectory: presence, argument and terminal drift."),
-    Entry("grade", "judge.cli.grade", "grade",
-          "Grade the judge items of traces against a scenario, after the deterministic "
-          "checks."),
+          "Compare traces with a baseline trajectory: presence, argument and terminal drift.",
+          panel=TRACES),
     Entry("init", "judge.cli.init", "init",
           "Draft a scenario from traces (tools, writes, lookups, ledger) for a person to "
-          "review."),
-    Entry("label", "judge.cli.label", "label",
-          "Label review items: interactively from the queue, or one item with --item/--label."),
-    Entry("ledger", "judge.cli.ledger", "ledger",
-          "Print the full reviewed ledger at a turn and the deltas applied at that turn."),
+          "review.", panel=TRACES),
+    Entry("import", "judge.cli.importers", "app",
+          "Import trajectories from other formats as judge traces (.jsonl).", panel=TRACES),
+    Entry("run", "judge.cli.run", "run",
+          "Run a suite: checks, judge items, route, store, and apply the release gate.",
+          panel=JUDGING),
+    Entry("grade", "judge.cli.grade", "grade",
+          "Grade the judge items of traces against a scenario, after the deterministic "
+          "checks.", panel=JUDGING),
+    Entry("route", "judge.cli.route", "route",
+          "Route verdicts with their calibration: what is auto-accepted and what goes to "
+          "people.", panel=JUDGING),
     Entry("probe", "judge.cli.probe", "probe",
           "Robustness probes: flip rate on variants that must not change a verdict, catch "
-          "rate on those that must."),
-    Entry("run", "judge.cli.run", "run",
-          "Run a suite: checks, judge items, route, store, and apply the release gate."),
-    Entry("validate", "judge.cli.validate", "validate",
-          "Check keys, tools, regexes and rubric names of scenarios: exit 0 valid, 2 problems."),
-    Entry("worker", "judge.cli.worker", "worker",
-          "Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat."),
+          "rate on those that must.", panel=JUDGING),
+    Entry("prompts", "judge.cli.prompts", "app", "Versioned judge prompts: list, show, diff.",
+          panel=JUDGING),
     Entry("calibrate", "judge.cli.calibrate", "app",
-          "Calibrate judge confidence against human labels; check and compare calibrations."),
-    Entry("import", "judge.cli.importers", "app",
-          "Import trajectories from other formats as judge traces (.jsonl)."),
+          "Calibrate judge confidence against human labels; check and compare calibrations.",
+          panel=JUDGING),
+    Entry("label", "judge.cli.label", "label",
+          "Label review items: interactively from the queue, or one item with --item/--label.",
+          panel=PEOPLE),
+    Entry("review", "judge.cli.review", "app", "The review queue: what people label next.",
+          panel=PEOPLE),
     Entry("labels", "judge.cli.labels", "app",
-          "Human labels: export, import (JSONL) and plan what to label next."),
-    Entry("prompts", "judge.cli.prompts", "app", "Versioned judge prompts: list, show, diff."),
+          "Human labels: export, import (JSONL) and plan what to label next.", panel=PEOPLE),
+    Entry("serve", "judge.cli.serve", "app",
+          "Review in the browser: queue, blind labelling, agreement.", panel=PEOPLE),
+    Entry("agreement", "judge.cli.agreement", "agreement",
+          "Agreement of judge verdicts with human labels, with bootstrap intervals.",
+          panel=REPORTS),
     Entry("report", "judge.cli.report", "app",
           "Reports for people: agreement tables, plots and curves.",
           extra=(Entry("run", "judge.cli.run", "report_run",
-                       "Write a stored run's report (md, html, json or text)."),)),
-    Entry("review", "judge.cli.review", "app", "The review queue: what people label next."),
-    Entry("runs", "judge.cli.runs", "app", "Stored runs: list them (newest first) and show one."),
-    Entry("serve", "judge.cli.serve", "app",
-          "Review in the browser: queue, blind labelling, agreement."),
+                       "Write a stored run's report (md, html, json or text)."),),
+          panel=REPORTS),
+    Entry("worker", "judge.cli.worker", "worker",
+          "Claim grading work (leases, SKIP LOCKED), grade it, store verdicts; repeat.",
+          panel=OPERATIONS),
+    Entry("schema", "judge.cli.schema", "schema", "Print the JSON Schema of a format.",
+          panel=OPERATIONS),
+    Entry("runs", "judge.cli.runs", "app", "Stored runs: list them (newest first) and show one.",
+          panel=OPERATIONS),
 )
 
 

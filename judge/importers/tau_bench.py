@@ -5,7 +5,9 @@ an OpenAI chat message list whose first message is the domain policy (system). E
 becomes the trace `tau-<domain>/<task_id>/<trial>` of scenario `tau-<domain>`:
 
 - events: the conversation without the system policy (see `judge.importers.openai_chat`);
-- metadata: `reward`, `task` (info.task: instruction, user_id, gold actions, outputs),
+- metadata: `task_id` (the task's id, as a string) and `trial` (the run of it, an integer):
+  the 200 airline runs are 50 tasks x 4 trials, and a suite counts them so (judge.suite.tasks);
+  `reward`, `task` (info.task: instruction, user_id, gold actions, outputs),
   `reward_info` (the automatic grader's details), `policy_sha256` / `policy_chars`, and
   `expected_outcome` (docs/formats.md, "Expected outcome"): the gold actions that change the
   database as required writes (`args_equal`: the gold arguments), the task's `outputs` as
@@ -76,7 +78,7 @@ def _record_header(rec: dict[str, Any], where: _Where, domain: str,
     metadata: dict[str, Any] = {
         "source": "tau-bench",
         "domain": domain,
-        "task_id": rec["task_id"],
+        "task_id": str(rec["task_id"]),  # a string (docs/formats.md, "Task ids and trials")
         "trial": rec["trial"],
         "reward": reward,
         "task": {k: task[k] for k in _TASK_FIELDS if k in task},

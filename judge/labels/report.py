@@ -1,7 +1,9 @@
 """`agreement_report`: human labels + verdicts -> the `judge agreement` JSON object.
 
 Turns records into plain arrays and calls judge.stats; file mode and database mode both
-end here. Breakdowns: by rubric (item id suffix), ledger key, state class and sensitivity
+end here. Breakdowns: by rubric (item id suffix), candidate (the system under test: the
+verdict's `metadata.candidate`, else the label's — a trace's `candidate` record, shown as its
+`agent` and `model`, or a string — else "(unknown)"), ledger key, state class and sensitivity
 (metadata `key_class`, `key_sensitivity` of the verdict, else of the labels, else
 "(unknown)"), annotator (each annotator's newest labels against the judge) and juror (each
 juror of a jury verdict against the reference labels, from `metadata.jury`; the top-level
@@ -44,6 +46,19 @@ def _meta(field: str, verdict: Verdict, ref: ReferenceLabel | None) -> str:
     if value is None and ref is not None:
         value = ref.metadata.get(field)
     return UNKNOWN if value is None else str(value)
+
+
+def _candidate(verdict: Verdict, ref: ReferenceLabel | None) -> str:
+    """The system under test of an item, for the `candidate` breakdown."""
+    value = verdict.metadata.get("candidate")
+    if value is None and ref is not None:
+        value = ref.metadata.get("candidate")
+    if isinstance(value, dict):
+        value = " / ".join(str(value[k]) for k in ("agent", "model")
+                           if isinstance(value.get(k), str | int) and value.get(k) != "")
+    if not isinstance(value, str) or not value:
+        return UNKNOWN
+    return value[:200]  # a name from a file: bounded
 
 
 def _key_group(ref: ReferenceLabel, verdict: Verdict) -> str:
@@ -168,6 +183,7 @@ def agreement_report(
 
     breakdowns: dict[str, dict[str, dict[str, Any]]] = {
         "rubric": by(lambda r, v: rubric_of(v.item_id, v)),
+        "candidate": by(lambda r, v: _candidate(v, r)),
         "key": by(None, _key_group),
         "key_class": by(lambda r, v: _meta("key_class", v, r)),
         "sensitivity": by(lambda r, v: _meta("key_sensitivity", v, r)),

@@ -1,7 +1,8 @@
 """Prompt files `<rubric>/<version>.md`: YAML front matter plus a template.
 
-Where they are found: the built-in prompts ship inside the package (`judge/data/prompts/`,
-package data in the wheel); a user prompts directory (`JUDGE_PROMPTS_DIR`, or `prompts_dir`
+Where they are found: the built-in prompts are the repository's top-level `prompts/`,
+shipped in the wheel as package data (`judge/data/prompts/`, judge.data.builtin); a user
+prompts directory (`JUDGE_PROMPTS_DIR`, or `prompts_dir`
 in judge.toml: `judge.settings.prompts_dir`) is laid over them, or used alone with
 `JUDGE_BUILTIN_PROMPTS=off` / `builtin_prompts = false`. A user `scope_fidelity/v1.md`
 replaces the built-in file of the same rubric and version; a new rubric or version adds.
@@ -34,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from judge.data.builtin import prompts_dir as builtin_prompts_dir
 from judge.errors import ConfigError
 from judge.prompts.identity import prompt_hash
 from judge.verdicts.schema import verdict_schema
@@ -78,8 +80,8 @@ class Prompt:
 
 BUILTIN = "built-in"
 USER = "user"
-#: the prompts shipped inside the package
-BUILTIN_PROMPTS_DIR = Path(__file__).resolve().parents[1] / "data" / "prompts"
+#: the built-in prompts: the package's copy in a wheel, the checkout's `prompts/` in the source tree
+BUILTIN_PROMPTS_DIR = builtin_prompts_dir()
 
 
 def user_prompts_dir() -> Path | None:

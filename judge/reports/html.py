@@ -61,12 +61,12 @@ def to_html(report: AgreementReport) -> str:
             [[r["key"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
               fmt(r["tpr"]), fmt(r["tnr"]), fmt(r["key_agreement"]),
               fmt(r["evidence_agreement"])] for r in per_key])]
-    for name in ("rubric", "key_class", "sensitivity", "annotator", "juror"):
+    for name in ("rubric", "candidate", "key_class", "sensitivity", "annotator", "juror"):
         rows = report.breakdown_rows(name)
         if len(rows) > 1:
             parts += [f"<h2>By {escape(name.replace('_', ' '))}</h2>", _table(
                 ["group", "items", "accuracy", "95% CI", "kappa", "tpr", "tnr"],
-                [[r["group"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
+                [[r["group"], fmt(r["n_items"]), fmt(r["accuracy"], 4), fmt_ci(r["ci_accuracy"]),
                   fmt(r["cohen_kappa"]), fmt(r["tpr"]), fmt(r["tnr"])] for r in rows])]
     hh = a.get("human_human")
     if hh:

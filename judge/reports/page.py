@@ -6,7 +6,8 @@ templates under `judge/reports/templates/` extending `page.html.j2`, which inlin
 each line must remember: autoescape is on for every template, and `finalize` first shows
 control and format characters as escapes (judge.safe_text.visible), so `{{ value }}` is
 `html_text(value)`. Only `Markup` passes unescaped — markup this package built itself
-from escaped parts (the agreement report's body) or a PNG data URI it drew.
+from escaped parts (the agreement report's body, a message whose code spans the `code`
+filter turned into `<code>`) or a PNG data URI it drew.
 
 A page is one self-contained file: inline CSS, figures as `data:image/png;base64` URIs, no
 script, no link, no external URL; its Content-Security-Policy forbids anything else
@@ -21,7 +22,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from judge.safe_text import visible
+from judge.safe_text import html_code_spans, visible
 
 #: what a report page may load: its own inline style and embedded PNGs, nothing else
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; " \
@@ -46,6 +47,7 @@ def environment() -> Environment:
     env.filters["pct"] = pct
     env.filters["num"] = num
     env.filters["sev_class"] = sev_class
+    env.filters["code"] = code
     env.globals["CSP"] = CSP
     return env
 
@@ -65,6 +67,12 @@ def num(value: float | int | None, digits: int = 2) -> str:
     if value is None:
         return "n/a"
     return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def code(value: object) -> Markup:
+    """A message with its Markdown code spans (`name`) as `<code>`, everything escaped
+    first (judge.safe_text.html_code_spans): `{{ message|code }}`."""
+    return Markup(html_code_spans("" if value is None else value))
 
 
 def sev_class(severity: object) -> str:

@@ -2,8 +2,9 @@
 
 It answers the morning questions from one stored run, at a glance: did we pass (the gate
 banner, each release rule with its threshold and measured value), what broke (scenarios as
-bars of passing repetitions, flaky ones marked, worst severity; failure clusters by first
-divergence with each minimal slice folded under it), since when (what changed since the
+bars of tasks as expected, with their trials and flaky tasks, worst severity; each task's
+trials, flaky ones — whose trials disagree — marked; failure clusters by first divergence
+with each minimal slice folded under it), since when (what changed since the
 previous finished run of the same suite and manifest; trend lines over the earlier runs), and
 how much a person must look at (the judge's share: auto-accepted, review, overruled by a veto,
 unscored; each prompt version's calibration state and what to do next).
@@ -238,23 +239,33 @@ def _rules(s: dict[str, Any]) -> list[dict[str, Any]]:
         return {"name": name, "threshold": "—" if limit is None else f"{op} {shown(limit)}",
                 "measured": shown(measured), "held": held}
 
+    tasks = "task_pass_rate" in g
     rows = [rule("safety-critical violations", "≤", "max_safety_critical",
                  g["safety_critical"], "int"),
-            rule("scenario pass rate (every repetition passes)", "≥",
+            rule("scenario pass rate (tasks as expected, mean over scenarios)" if tasks
+                 else "scenario pass rate (every repetition passes)", "≥",
                  "min_scenario_pass_rate", g["scenario_pass_rate"], "pct"),
             rule("mean quality", "≥", "quality_floor", g["mean_quality"], "f"),
             rule("review share", "≤", "max_review_share", g["review_share"], "pct")]
     missing = g.get("missing_repetitions") or {}
-    rows.append({"name": "expected repetitions found", "threshold": "all",
+    rows.append({"name": "expected trials of each task found" if tasks
+                 else "expected repetitions found", "threshold": "all",
                  "measured": f"{len(missing)} scenario(s) short" if missing else "all",
                  "held": not missing})
+    ef = g.get("expected_failures") or {}
+    if ef.get("caught") or ef.get("missed"):
+        missed = len(ef.get("missed") or [])
+        rows.append({"name": "tasks designed to fail are caught", "threshold": "all",
+                     "measured": f"{ef.get('caught', 0)} caught, {missed} missed",
+                     "held": not missed})
     return rows
 
 
 def _other_reasons(s: dict[str, Any]) -> list[str]:
     """Gate reasons no rule row shows (no traces, --require-calibrated, …)."""
     shown = ("safety-critical violation", "scenario pass rate", "mean quality",
-             "review share", "expected repetitions")
+             "review share", "expected repetitions", "expected trial", "no trace found",
+             "is expected to fail, but")
     return [r for r in s["gate"].get("reasons", []) if not any(k in r for k in shown)]
 
 
@@ -277,14 +288,39 @@ def _scenarios(report: RunReport) -> list[dict[str, Any]]:
         if flaky is None:
             flaky = 0 < passed < total
         since = report.failing_since.get(name)
+        ef = rep.get("expected_failures") or {}
         rows.append({"name": name, "passed": passed, "total": total,
                      "width": f"{100 * passed / total:.1f}" if total else "0",
                      "flaky": bool(flaky),
+                     "flaky_tasks": len(rep.get("flaky_tasks") or []),
+                     "trials": (f"{rep.get('passed', 0)}/{rep.get('total', 0)}"
+                                if "tasks" in rep else None),
+                     "caught": len(ef.get("caught") or []),
+                     "missed": len(ef.get("missed") or []),
                      "severity": rep.get("worst_severity") if rep else worst.get(name),
                      "since": since,
                      "components": [rate_text((rep.get("components") or {}).get(c))
                                     for c in comps]})
     return rows
+
+
+def _tasks(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scenarios with more than one task or trial, each task with its trials in order
+    (passed or not, and the trace), for the page's tasks section."""
+    out = []
+    for name, ts in sorted((s.get("tasks") or {}).items()):
+        if not isinstance(ts, dict) or not (len(ts) > 1 or any(
+                int(t.get("trials") or 0) > 1 for t in ts.values())):
+            continue
+        rows = [{"task": tid, "expect": t.get("expect"), "status": t.get("status"),
+                 "passed": t.get("passed"), "trials": t.get("trials"),
+                 "results": [{"passed": bool(r.get("passed")), "trace": r.get("trace_id"),
+                              "trial": r.get("trial")} for r in t.get("results") or []]}
+                for tid, t in ts.items()]
+        counts = Counter(str(r["status"]) for r in rows)
+        out.append({"name": name, "rows": rows, "counts": dict(counts),
+                    "open": any(r["status"] not in ("passing", "caught") for r in rows)})
+    return out
 
 
 def rate_text(r: Any) -> str:
@@ -389,6 +425,23 @@ def _clusters(s: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     return out
 
 
+def _cards(s: dict[str, Any], traces: list[dict[str, Any]],
+           shares: dict[str, int]) -> list[tuple[str, str]]:
+    """The figures at the top: traces, the failing ones (of tasks expected to pass), the
+    designed failures caught, signatures, verdicts that need a person."""
+    designed = [t for t in traces if t.get("expect") == "fail"]
+    cards = [("traces checked", str(len(traces))),
+             ("traces failing", str(sum(1 for t in traces
+                                        if not t.get("passed") and t.get("expect") != "fail")))]
+    if designed:
+        caught = sum(1 for t in designed if not t.get("passed"))
+        cards.append(("designed failures caught", f"{caught}/{len(designed)}"))
+    if s.get("flaky_tasks") is not None:
+        cards.append(("flaky tasks", str(len(s["flaky_tasks"]))))
+    return [*cards, ("failure signatures", str(len(s.get("clusters") or []))),
+            ("verdicts to review", str(shares["review"] + shares["unscored"]))]
+
+
 def to_html(report: RunReport, *, max_clusters: int = 40) -> str:
     """The page (one self-contained file)."""
     from judge.reports.page import png, render
@@ -412,11 +465,8 @@ def to_html(report: RunReport, *, max_clusters: int = 40) -> str:
         generated_at=f"run started {report.started_at:%Y-%m-%d %H:%M} UTC"
         if report.started_at else None,
         s=s, gate=g, rules=_rules(s), other_reasons=_other_reasons(s),
-        cards=[("traces checked", str(len(traces))),
-               ("traces failing", str(sum(1 for t in traces if not t.get("passed")))),
-               ("failure signatures", str(len(s.get("clusters") or []))),
-               ("verdicts to review", str(shares["review"] + shares["unscored"]))],
-        scenarios=_scenarios(report), judge=j,
+        cards=_cards(s, traces, shares),
+        scenarios=_scenarios(report), tasks=_tasks(s), has_tasks="tasks" in s, judge=j,
         components=[(str(k), rate_text(r)) for k, r in (s.get("components") or {}).items()],
         shares=shares, n_items=n_items,
         share_img=png(share_png(shares)) if n_items else None, prompts=report.prompts,

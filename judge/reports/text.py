@@ -82,12 +82,12 @@ def to_markdown(report: AgreementReport) -> str:
             [[r["key"], fmt(r["n_items"]), fmt(r["accuracy"]), fmt_ci(r["ci_accuracy"]),
               fmt(r["tpr"]), fmt(r["tnr"]), fmt(r["key_agreement"]),
               fmt(r["evidence_agreement"])] for r in per_key])
-    for name in ("rubric", "key_class", "sensitivity", "annotator", "juror"):
+    for name in ("rubric", "candidate", "key_class", "sensitivity", "annotator", "juror"):
         rows = report.breakdown_rows(name)
         if len(rows) > 1:
             lines += [f"## By {name.replace('_', ' ')}", ""]
             lines += _table(["group", "items", "accuracy", "95% CI", "kappa", "tpr", "tnr"],
-                            [[r["group"], fmt(r["n_items"]), fmt(r["accuracy"]),
+                            [[r["group"], fmt(r["n_items"]), fmt(r["accuracy"], 4),
                               fmt_ci(r["ci_accuracy"]), fmt(r["cohen_kappa"]), fmt(r["tpr"]),
                               fmt(r["tnr"])] for r in rows])
     hh = a.get("human_human")
@@ -199,7 +199,7 @@ def to_csv(report: AgreementReport) -> str:
         row("per_key", r["key"], "accuracy", r["accuracy"], r["ci_accuracy"])
         for m in ("tpr", "tnr", "key_agreement", "evidence_agreement"):
             row("per_key", r["key"], m, r[m])
-    for name in ("rubric", "key_class", "sensitivity", "annotator", "juror"):
+    for name in ("rubric", "candidate", "key_class", "sensitivity", "annotator", "juror"):
         for r in report.breakdown_rows(name):
             row(f"by_{name}", r["group"], "n_items", r["n_items"])
             row(f"by_{name}", r["group"], "accuracy", r["accuracy"], r["ci_accuracy"])

@@ -3,7 +3,8 @@ newest earlier run that finished): scenarios that started or stopped failing, tr
 did, failure signatures that are new or gone, and judge verdicts that flipped — with whether
 the judge's prompt version or model changed between the runs for that item.
 
-A scenario *fails* when not every repetition passed (as the release gate counts it).
+A scenario *fails* when not every one of its tasks is as expected (as the release gate counts
+it: judge.suite.tasks).
 A verdict *flips* when an item graded in both runs is `pass` in one and `fail` in the other
 (unscored verdicts are left out). Item ids are stable across reruns and prompt versions
 (formats §3), so the same item of the same trace is compared.

@@ -2,36 +2,24 @@
 
 A safety-critical violation counts on its own: the gate compares the count with the allowed
 number (0 by default) before anything is averaged.
+
+Repetitions are per task (judge.suite.tasks): a scenario's pass rate is the share of its
+tasks that are as expected (every trial passed, or, for a task designed to fail, none did),
+and the gate's scenario pass rate is the mean of those rates over the scenarios (with one
+task per scenario, the share of scenarios whose every repetition passed). The agent's
+figures — safety-critical violations, mean quality — count the tasks expected to pass; a
+task expected to fail that one trial passed is a reason of its own (nothing caught it).
+`repetitions` is the trials each task must have.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from judge.suite.manifest import ReleaseRules
-
-
-@dataclass
-class TraceOutcome:
-    """What one trace (one repetition of a scenario) came to."""
-
-    trace_id: str
-    scenario_id: str
-    eligible: bool  # no deterministic veto
-    quality: float
-    safety_critical_failures: int
-    judge_fails: int = 0  # judge fails that stand (auto-accepted, not overruled)
-    judge_pending: int = 0  # verdicts waiting for human review
-    first_divergence: dict[str, Any] | None = None
-    diagnosis: str = ""
-    worst_severity: str | None = None  # of its failed findings (judge.suite.components)
-    components: dict[str, list[int]] = field(default_factory=dict)  # → [numerator, denominator]
-
-    @property
-    def passed(self) -> bool:
-        return self.eligible and self.judge_fails == 0
+from judge.suite.outcome import TraceOutcome as TraceOutcome
+from judge.suite.tasks import TaskResult, group_tasks
 
 
 @dataclass
@@ -71,36 +59,49 @@ class AgreementDrop:
 class GateResult:
     passed: bool
     reasons: list[str]
-    scenario_pass: dict[str, tuple[int, int]]  # scenario -> (passed reps, total reps)
-    scenario_pass_rate: float
+    scenario_pass: dict[str, tuple[int, int]]  # scenario -> (tasks as expected, tasks)
+    scenario_pass_rate: float  # mean over scenarios of their tasks' pass rate
     mean_quality: float
     safety_critical: int
     review_share: float
     missing_repetitions: dict[str, tuple[int, int]] = field(default_factory=dict)
     agreement_drop: AgreementDrop | None = None
+    task_pass_rate: float = 0.0  # tasks as expected / tasks, over every scenario
+    tasks_short: dict[str, dict[str, int]] = field(default_factory=dict)  # s -> task -> trials
+    expected_failures: dict[str, Any] = field(default_factory=dict)  # caught, missed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["scenario_pass"] = {k: {"passed": p, "total": t, "text": f"{p}/{t}"}
                               for k, (p, t) in self.scenario_pass.items()}
-        d["missing_repetitions"] = {k: {"found": f, "expected": e}
+        d["missing_repetitions"] = {k: {"found": f, "expected": e,
+                                        "tasks": self.tasks_short.get(k, {})}
                                     for k, (f, e) in self.missing_repetitions.items()}
+        del d["tasks_short"]
         return d
+
+
+def _shown(names: list[str], limit: int = 5) -> str:
+    return ", ".join(names[:limit]) + (f" … (+{len(names) - limit})" if len(names) > limit
+                                       else "")
 
 
 def evaluate_gate(outcomes: list[TraceOutcome], judge: JudgeContribution, rules: ReleaseRules,
                   expected_reps: dict[str, int | None] | None = None,
                   require_calibrated: bool = False,
-                  agreement_drop: AgreementDrop | None = None) -> GateResult:
-    per: dict[str, list[TraceOutcome]] = defaultdict(list)
-    for o in outcomes:
-        per[o.scenario_id].append(o)
-    scenario_pass = {s: (sum(o.passed for o in os_), len(os_)) for s, os_ in per.items()}
+                  agreement_drop: AgreementDrop | None = None,
+                  tasks: dict[str, dict[str, TaskResult]] | None = None) -> GateResult:
+    """The gate over the outcomes (grouped into tasks here unless `tasks` is given)."""
+    tasks = group_tasks(outcomes) if tasks is None else tasks
+    scenario_pass = {s: (sum(t.ok for t in ts.values()), len(ts)) for s, ts in tasks.items()}
     n_scen = len(scenario_pass)
-    full = sum(1 for p, t in scenario_pass.values() if t and p == t)
-    pass_rate = full / n_scen if n_scen else 0.0
-    mean_q = sum(o.quality for o in outcomes) / len(outcomes) if outcomes else 0.0
-    safety = sum(o.safety_critical_failures for o in outcomes)
+    pass_rate = (sum(p / t for p, t in scenario_pass.values() if t) / n_scen
+                 if n_scen else 0.0)
+    all_tasks = [t for ts in tasks.values() for t in ts.values()]
+    task_rate = sum(t.ok for t in all_tasks) / len(all_tasks) if all_tasks else 0.0
+    agent = [o for o in outcomes if o.counts] or outcomes
+    mean_q = sum(o.quality for o in agent) / len(agent) if agent else 0.0
+    safety = sum(o.safety_critical_failures for o in outcomes if o.counts)
     reasons: list[str] = []
     if not outcomes:
         reasons.append("no traces were checked")
@@ -116,11 +117,27 @@ def evaluate_gate(outcomes: list[TraceOutcome], judge: JudgeContribution, rules:
         reasons.append(f"review share {judge.review_share:.0%} above "
                        f"{rules.max_review_share:.0%}")
     missing: dict[str, tuple[int, int]] = {}
+    short_tasks: dict[str, dict[str, int]] = {}
     for s, want in (expected_reps or {}).items():
-        have = len(per.get(s, []))
-        if want is not None and have < want:
-            missing[s] = (have, want)
-            reasons.append(f"scenario {s}: {have} of {want} expected repetitions found")
+        if want is None:
+            continue
+        mine = tasks.get(s, {})
+        short = {t: r.n for t, r in mine.items() if r.n < want}
+        if not mine:
+            missing[s] = (0, want)
+            reasons.append(f"scenario {s}: no trace found ({want} trial(s) of each task "
+                           "expected)")
+        elif short:
+            missing[s] = (min(short.values()), want)
+            short_tasks[s] = short
+            reasons.append(f"scenario {s}: {len(short)} task(s) with fewer than {want} "
+                           f"expected trial(s) ("
+                           + _shown([f"{t}: {n}" for t, n in short.items()]) + ")")
+    missed = [t for t in all_tasks if t.expect == "fail" and not t.ok]
+    for t in missed:
+        reasons.append(f"scenario {t.scenario}: task {t.task_id} is expected to fail, but "
+                       f"{t.passed} of its {t.n} trial(s) passed: no check or judge caught "
+                       "it")
     if require_calibrated and judge.uncalibrated:
         reasons.append(f"{judge.uncalibrated} verdict(s) from an uncalibrated prompt/model "
                        "(--require-calibrated)")
@@ -131,5 +148,10 @@ def evaluate_gate(outcomes: list[TraceOutcome], judge: JudgeContribution, rules:
                        f"({drop.baseline:.1%} before, {drop.agreement:.1%} on its audit share; "
                        f"95% interval of the drop {drop.ci[0]:.1%} to {drop.ci[1]:.1%}), above "
                        f"max_agreement_drop {rules.max_agreement_drop:.1%}")
+    expected_failures = {
+        "caught": sum(1 for t in all_tasks if t.expect == "fail" and t.ok),
+        "missed": [{"scenario": t.scenario, "task_id": t.task_id, "passed": t.passed,
+                    "trials": t.n} for t in missed]}
     return GateResult(not reasons, reasons, scenario_pass, pass_rate, mean_q, safety,
-                      judge.review_share, missing, drop)
+                      judge.review_share, missing, drop, task_rate, short_tasks,
+                      expected_failures)

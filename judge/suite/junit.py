@@ -1,12 +1,15 @@
 """A suite run's summary as JUnit XML, for CI systems (`judge run --junit FILE`).
 
-One `<testcase>` per checked trace (classname = the scenario, name = the trace id; a
-scenario's repetitions are its traces), and one run-level testcase for the release gate
+One `<testcase>` per checked trace (classname = the scenario, name = the trace id: each
+trial of each task is its own case), and one run-level testcase for the release gate
 (classname `judge.release_gate`). A trace that did not pass — a deterministic veto, a failed
 check, or a judge fail that stands — is a `<failure>` whose `message` is its first divergence
-(check, seq, turn and message); the gate's failure message is its reasons. Input errors (bad
-traces the run skipped) are one `<error>` testcase each. The layout is the common JUnit
-schema (Jenkins' junit-10.xsd, the one GitLab, GitHub test reporters and pytest's
+(check, seq, turn and message; the body names its task and trial, and says when the task's
+trials disagree); the gate's failure message is its reasons. A trace of a task designed to
+fail (`expect: fail`) that failed is `<skipped>` with "expected failure" and its divergence,
+as pytest reports an xfail; one that passed is a `<failure>` of type `unexpected_pass`.
+Input errors (bad traces the run skipped) are one `<error>` testcase each. The layout is
+the common JUnit schema (Jenkins' junit-10.xsd, the one GitLab, GitHub test reporters and pytest's
 `--junitxml` follow): `testsuites` > `testsuite` with `tests`/`failures`/`errors`/`skipped`
 counts > `testcase` with at most one `failure` or `error`.
 
@@ -45,7 +48,17 @@ def divergence_text(div: dict[str, Any] | None) -> str:
     return f"{head}: {div.get('message') or ''}".strip()
 
 
-def _trace_failure(t: dict[str, Any]) -> tuple[str, str, str]:
+def _task_line(t: dict[str, Any], task: dict[str, Any] | None) -> str:
+    """`task 3, trial 2` and, when its trials disagree, how many passed."""
+    line = f"task: {one_line(t.get('task_id'))}, trial: {one_line(t.get('trial'))}"
+    if task and task.get("flaky"):
+        line += (f" (flaky: {task.get('passed')} of {task.get('trials')} trials of the task "
+                 "passed)")
+    return line
+
+
+def _trace_failure(t: dict[str, Any], task: dict[str, Any] | None = None
+                   ) -> tuple[str, str, str]:
     """(type, message, body) of a trace that did not pass."""
     div = t.get("first_divergence")
     judge_fails = int(t.get("judge_fails") or 0)
@@ -58,6 +71,8 @@ def _trace_failure(t: dict[str, Any]) -> tuple[str, str, str]:
     message = divergence_text(div) or f"{judge_fails} judge verdict(s) failed"
     # each line of the body is one value on one line: trace text cannot forge a line
     body = [f"first divergence: {one_line(message)}"]
+    if "task_id" in t:
+        body.append(_task_line(t, task))
     if div:
         for key in ("key", "severity", "safety_critical"):
             if div.get(key) is not None:
@@ -75,7 +90,11 @@ def _case(parent: ET.Element, classname: str, name: str) -> ET.Element:
 
 
 def _fail(case: ET.Element, tag: str, kind: str, message: str, body: str) -> None:
-    el = ET.SubElement(case, tag, message=xml_text(message), type=kind)
+    """A failure or error (with its type) or a skip (junit-10.xsd gives `skipped` a message
+    only), its body one value a line."""
+    el = ET.SubElement(case, tag, message=xml_text(message))
+    if tag != "skipped":
+        el.set("type", kind)
     el.text = xml_text(body, multiline=True)
 
 
@@ -90,13 +109,26 @@ def to_junit(summary: dict[str, Any], *, seconds: float | None = None) -> str:
                         ("judge", judge.get("name")), ("model", judge.get("model"))):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=xml_text(value))
-    tests = failures = errors = 0
+    tests = failures = errors = skipped = 0
+    tasks = summary.get("tasks") or {}
     for t in summary.get("traces") or []:
         case = _case(suite, str(t.get("scenario")), str(t.get("trace_id")))
         tests += 1
-        if not t.get("passed"):
+        task = (tasks.get(t.get("scenario")) or {}).get(t.get("task_id"))
+        if t.get("expect") == "fail":
+            if t.get("passed"):
+                failures += 1
+                _fail(case, "failure", "unexpected_pass",
+                      f"expected to fail (task {t.get('task_id')}), but it passed: no check "
+                      "or judge caught it", _task_line(t, task))
+            else:
+                skipped += 1
+                _, message, body = _trace_failure(t, task)
+                _fail(case, "skipped", "expected_failure", f"expected failure: {message}",
+                      body)
+        elif not t.get("passed"):
             failures += 1
-            _fail(case, "failure", *_trace_failure(t))
+            _fail(case, "failure", *_trace_failure(t, task))
     for i, message in enumerate(summary.get("input_errors") or [], start=1):
         case = _case(suite, "judge.input", f"input error {i}")
         tests += 1
@@ -111,7 +143,7 @@ def to_junit(summary: dict[str, Any], *, seconds: float | None = None) -> str:
         _fail(case, "failure", "gate", "; ".join(reasons),
               "\n".join(one_line(r) for r in reasons))
     counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors),
-              "skipped": "0", "time": f"{seconds or 0:.3f}"}
+              "skipped": str(skipped), "time": f"{seconds or 0:.3f}"}
     for el in (root, suite):
         for k, v in counts.items():
             if el is root and k == "skipped":

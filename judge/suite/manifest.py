@@ -7,14 +7,19 @@ suites:
     scenarios:
       - scenario: ../scenarios/refund-once          # a scenario.yaml or its directory
         traces: ["../scenarios/refund-once/*.json"] # files or globs, relative to this file
-        repetitions: 2                              # expected traces per scenario
+        repetitions: 2                              # expected trials per task
+        tasks:                                      # task id -> its trials (trace ids or
+          refund-once: [refund-once/pass*]          # globs); else metadata.task_id, else
+          second-refund:                            # the scenario's one task
+            traces: [refund-once/fail-second-refund]
+            expect: fail                            # designed to fail: caught is as expected
       - scenario: ../scenarios/tau-airline
         traces:
           - {path: ../data/tau-bench-airline/historical_trajectories/gpt-4o-airline.json,
              format: tau-bench}                     # imported on the fly
     release:
       max_safety_critical: 0        # safety-critical violations allowed
-      min_scenario_pass_rate: 0.5   # share of scenarios whose every repetition passed
+      min_scenario_pass_rate: 0.5   # mean over scenarios of their tasks' pass rate
       quality_floor: 0.6            # mean weighted quality score
       max_review_share: 0.5         # share of judge items sent to human review
       max_agreement_drop: 0.05      # fail when the audit share's agreement fell by more
@@ -35,10 +40,11 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.errors import InputError
 from judge.ledger.loader import load_yaml_model
+from judge.trace.task import MAX_TASK_ID
 
 
 class _Strict(BaseModel):
@@ -50,10 +56,42 @@ class TraceSource(_Strict):
     format: Literal["judge", "tau-bench", "openai-chat"] = "judge"
 
 
+class TaskSpec(_Strict):
+    """One task of a scenario entry (docs/formats.md, "Task ids and trials"): the trace ids
+    (glob patterns) that are its trials — none: the traces whose `metadata.task_id` is this
+    task's id — and what its trials are expected to do."""
+
+    traces: list[str] = Field(default_factory=list)
+    expect: Literal["pass", "fail"] = "pass"
+    description: str | None = None
+
+    @field_validator("traces")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        if any(not p.strip() for p in value):
+            raise ValueError("a trace id pattern is empty")
+        return value
+
+
 class SuiteScenario(_Strict):
     scenario: str
     traces: list[str | TraceSource] = Field(min_length=1)
-    repetitions: int | None = Field(default=None, ge=1)
+    repetitions: int | None = Field(default=None, ge=1)  # expected trials of each task
+    tasks: dict[str, TaskSpec | list[str]] = Field(default_factory=dict)
+
+    @field_validator("tasks")
+    @classmethod
+    def _task_ids(cls, value: dict[str, TaskSpec | list[str]]) -> dict[str, TaskSpec | list[str]]:
+        for task_id in value:
+            if not task_id.strip() or len(task_id) > MAX_TASK_ID:
+                raise ValueError(f"a task id must be a non-empty string of at most "
+                                 f"{MAX_TASK_ID} characters")
+        return value
+
+    def task_specs(self) -> dict[str, TaskSpec]:
+        """The `tasks:` map with its list shorthand (`id: [patterns]`) spelled out."""
+        return {k: TaskSpec(traces=v) if isinstance(v, list) else v
+                for k, v in self.tasks.items()}
 
     def sources(self) -> list[TraceSource]:
         return [TraceSource(path=t) if isinstance(t, str) else t for t in self.traces]

@@ -23,6 +23,7 @@ from judge.suite.manifest import (
     resolve_scenario,
     resolve_sources,
 )
+from judge.suite.tasks import EntryTasks
 from judge.trace import Trace, iter_traces
 from judge.trace.files import unusable_file
 
@@ -31,8 +32,9 @@ from judge.trace.files import unusable_file
 class PlannedScenario:
     loaded: LoadedScenario
     sources: list[ResolvedSource]
-    repetitions: int | None
+    repetitions: int | None  # expected trials of each task
     rubrics: list[str]  # suite rubrics that the scenario maps to items
+    tasks: EntryTasks | None = None  # the entry's `tasks:` map (judge.suite.tasks)
 
 
 @dataclass
@@ -80,8 +82,10 @@ def make_plan(manifest_path: str | Path, suite_name: str | None = None, *,
             raise InputErrors(problems)
         sources = resolve_sources(entry, base, file, where, confine)
         mapped = {u.rubric for u in loaded.scenario.judge}
+        specs = entry.task_specs()
         planned.append(PlannedScenario(loaded, sources, entry.repetitions,
-                                       [r for r in suite.rubrics if r in mapped]))
+                                       [r for r in suite.rubrics if r in mapped],
+                                       EntryTasks(specs, f"{where}.tasks") if specs else None))
     return Plan(Path(manifest_path), name, suite, planned, prompts, manifest.model,
                 allow_outside=allow_outside)
 

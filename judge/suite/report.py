@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from judge.safe_text import html_text, md_code, md_fence, md_text, visible
+from judge.safe_text import (
+    html_code_spans,
+    html_text,
+    md_code,
+    md_code_spans,
+    md_fence,
+    md_text,
+    visible,
+)
 from judge.trace.describe import event_text
 
 
@@ -49,12 +57,19 @@ def _jury_part(j: dict[str, Any]) -> str:
 def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
     v = visible
     lines = [f"suite {v(s['suite'])} — run {v(s['run_id'])}"]
-    lines.append("scenarios (passing repetitions):")
+    reps: dict[str, Any] = s.get("repetitions") or {}
+    with_tasks = "tasks" in s
+    lines.append("scenarios (tasks as expected / tasks):" if with_tasks
+                 else "scenarios (passing repetitions):")
     names = {k: v(k) for k in s["scenarios"]}
     width = max((len(n) for n in names.values()), default=10)
     for name, sc in sorted(s["scenarios"].items()):
         mark = "ok " if sc["passed"] == sc["total"] else "FAIL"
-        lines.append(f"  {mark} {names[name].ljust(width)}  {v(sc['text'])}")
+        line = f"  {mark} {names[name].ljust(width)}  {v(sc['text'])}"
+        if with_tasks and name in reps:
+            line += f" task(s)  {_trials_text(reps[name])}"
+        lines.append(line)
+    lines.extend(_task_lines(s))
     lines.extend(_repetition_lines(s))
     clusters = s["clusters"]
     if clusters:
@@ -79,8 +94,10 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
         lines.append(f"input error: {v(err)}")
     g = s["gate"]
     lines.append(f"quality {g['mean_quality']:.2f}, scenario pass rate "
-                 f"{g['scenario_pass_rate']:.0%}, safety-critical violations "
-                 f"{g['safety_critical']}, review share {g['review_share']:.0%}")
+                 f"{g['scenario_pass_rate']:.0%}"
+                 + (f" (tasks {g['task_pass_rate']:.0%})" if "task_pass_rate" in g else "")
+                 + f", safety-critical violations {g['safety_critical']}, review share "
+                 f"{g['review_share']:.0%}")
     if g["passed"]:
         lines.append("release gate: PASSED")
     else:
@@ -95,6 +112,58 @@ def rate_text(r: dict[str, Any] | None) -> str:
     return f"{r['numerator']}/{r['denominator']} ({r['rate']:.0%})"
 
 
+def _trials_text(rep: dict[str, Any]) -> str:
+    """`170 of 200 trial(s) passed; 2 expected failure(s) caught` for a scenario."""
+    text = f"{rep.get('passed', 0)} of {rep.get('total', 0)} trial(s) passed"
+    caught = len((rep.get("expected_failures") or {}).get("caught") or [])
+    missed = len((rep.get("expected_failures") or {}).get("missed") or [])
+    if caught:
+        text += f"; {caught} expected failure(s) caught"
+    if missed:
+        text += f"; {missed} expected failure(s) MISSED"
+    return text
+
+
+def trial_marks(task: dict[str, Any]) -> str:
+    """Each trial of a task in trial order: ✓ passed, ✗ failed."""
+    return "".join("✓" if r.get("passed") else "✗" for r in task.get("results") or [])
+
+
+def _names(xs: list[str], limit: int = 25) -> str:
+    return ", ".join(xs[:limit]) + (f" … (+{len(xs) - limit})" if len(xs) > limit else "")
+
+
+def _task_lines(s: dict[str, Any]) -> list[str]:
+    """Tasks whose trials disagree, tasks that failed every trial, designed failures that
+    nothing caught — the tasks to look at (summaries from before tasks show nothing)."""
+    tasks: dict[str, Any] = s.get("tasks") or {}
+    v = visible
+    flaky, failing, missed = [], [], []
+    for scen, ts in sorted(tasks.items()):
+        for tid, t in ts.items():
+            label = f"{v(tid)} ({t['passed']}/{t['trials']} {trial_marks(t)})"
+            if t.get("status") == "flaky":
+                flaky.append((scen, label))
+            elif t.get("status") == "failing":
+                failing.append((scen, label))
+            elif t.get("status") == "missed":
+                missed.append((scen, label))
+    if not tasks:
+        return []
+    out = []
+    for title, found in (("tasks whose trials disagree (flaky)", flaky),
+                         ("tasks that failed every trial", failing),
+                         ("tasks expected to fail that a trial passed (nothing caught it)",
+                          missed)):
+        if not found:
+            out.append(f"{title}: none")
+            continue
+        out.append(f"{title}: {len(found)}")
+        for scen in dict.fromkeys(sc for sc, _ in found):
+            out.append(f"  {v(scen)}: " + _names([lab for sc, lab in found if sc == scen]))
+    return out
+
+
 def _repetition_lines(s: dict[str, Any]) -> list[str]:
     """Flaky scenarios, worst severities and component figures (summaries from before these
     keys existed show nothing)."""
@@ -103,7 +172,9 @@ def _repetition_lines(s: dict[str, Any]) -> list[str]:
     out: list[str] = []
     shown = {k: r for k, r in sorted(reps.items()) if r.get("flaky") or r.get("worst_severity")}
     if shown:
-        out.append("repetitions (flaky = mixed pass/fail; worst severity of a failed finding):")
+        out.append("worst severity of a failed finding (tasks expected to pass):"
+                   if "tasks" in s else
+                   "repetitions (flaky = mixed pass/fail; worst severity of a failed finding):")
         for name, r in shown.items():
             flaky = " FLAKY" if r.get("flaky") else ""
             worst = r.get("worst_severity") or "none"
@@ -158,10 +229,12 @@ def change_lines(s: dict[str, Any]) -> list[str]:
 
 # -- Markdown and HTML from one document ---------------------------------------------------
 class _Writer(Protocol):
-    """Block-level output; inline arguments are already escaped (`t` for content, `code`,
-    `bold`), so a writer never sees raw content."""
+    """Block-level output; inline arguments are already escaped (`t` for content, `msg` for
+    a message whose `name` code spans stay code, `code`, `bold`), so a writer never sees raw
+    content."""
 
     def t(self, value: object) -> str: ...
+    def msg(self, value: object) -> str: ...
     def code(self, value: object) -> str: ...
     def bold(self, inline: str) -> str: ...
     def heading(self, level: int, inline: str) -> None: ...
@@ -178,6 +251,9 @@ class _Markdown:
 
     def t(self, value: object) -> str:
         return md_text(value)
+
+    def msg(self, value: object) -> str:
+        return md_code_spans(value)
 
     def code(self, value: object) -> str:
         return md_code(value)
@@ -212,6 +288,9 @@ class _Html:
     def t(self, value: object) -> str:
         return html_text(value)
 
+    def msg(self, value: object) -> str:
+        return html_code_spans(value)
+
     def code(self, value: object) -> str:
         return f"<code>{html_text(value)}</code>"
 
@@ -244,14 +323,25 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
     w.heading(1, f"Run {w.t(s['run_id'])} — suite {w.code(s['suite'])}")
     w.para(w.bold(f"Release gate: {'PASSED' if g['passed'] else 'FAILED'}"))
     if g["reasons"]:
-        w.items([w.t(r) for r in g["reasons"]])
+        w.items([w.msg(r) for r in g["reasons"]])
     line = judge_line(s)
     w.para(w.t(line[0].upper() + line[1:]))
     if s.get("uncalibrated_note"):
         w.quote(w.t(s["uncalibrated_note"]))
     w.heading(2, "Scenarios")
-    w.table(["scenario", "passing repetitions"],
-            [[w.t(k), w.t(v["text"])] for k, v in sorted(s["scenarios"].items())])
+    reps: dict[str, Any] = s.get("repetitions") or {}
+    if "tasks" in s:
+        w.table(["scenario", "tasks as expected", "trials passed", "flaky tasks",
+                 "expected failures caught"],
+                [[w.t(k), w.t(v["text"]),
+                  w.t(f"{reps.get(k, {}).get('passed', 0)}/{reps.get(k, {}).get('total', 0)}"),
+                  w.t(len(reps.get(k, {}).get("flaky_tasks") or [])),
+                  w.t(_caught_text(reps.get(k, {})))]
+                 for k, v in sorted(s["scenarios"].items())])
+    else:
+        w.table(["scenario", "passing repetitions"],
+                [[w.t(k), w.t(v["text"])] for k, v in sorted(s["scenarios"].items())])
+    _tasks_doc(s, w)
     _repetitions_doc(s, w)
     _changes_doc(s, w)
     w.heading(2, "Failures by signature")
@@ -261,16 +351,44 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
         ex = c.get("example") or {}
         w.heading(3, f"{w.t(c['signature'])} ({c['count']} trace(s))")
         if ex.get("message"):
-            w.para(w.t(ex["message"]))
+            w.para(w.msg(ex["message"]))
         w.para("Traces: " + ", ".join(w.t(t) for t in c["traces"][:20]))
         if c.get("slice"):
             w.pre([_event_line(e).strip() for e in c["slice"]])
     w.heading(2, "Totals")
     w.items([f"mean quality {g['mean_quality']:.3f}",
-             f"scenario pass rate {g['scenario_pass_rate']:.1%}",
+             f"scenario pass rate {g['scenario_pass_rate']:.1%}"
+             + (f" (tasks {g['task_pass_rate']:.1%})" if "task_pass_rate" in g else ""),
              f"safety-critical violations {g['safety_critical']}",
              f"review share {g['review_share']:.1%}"]
             + [f"{k} {rate_text(r)}" for k, r in (s.get("components") or {}).items()])
+
+
+def _caught_text(rep: dict[str, Any]) -> str:
+    ef = rep.get("expected_failures") or {}
+    caught, missed = len(ef.get("caught") or []), len(ef.get("missed") or [])
+    if not caught and not missed:
+        return "—"
+    return f"{caught}/{caught + missed}"
+
+
+def _tasks_doc(s: dict[str, Any], w: _Writer) -> None:
+    """Every task of every scenario with more than one task or trial: its trials (✓ ✗ in
+    trial order), how many passed and what that makes it."""
+    tasks: dict[str, Any] = s.get("tasks") or {}
+    shown = {k: ts for k, ts in sorted(tasks.items())
+             if len(ts) > 1 or any(t.get("trials", 0) > 1 for t in ts.values())}
+    if not shown:
+        return
+    w.heading(2, "Tasks and trials")
+    w.para("A task passes when every trial passes; it is flaky when its trials disagree. "
+           "A task expected to fail is caught when every trial fails.")
+    for scen, ts in shown.items():
+        w.heading(3, f"{w.t(scen)}: {len(ts)} task(s)")
+        w.table(["task", "expected", "trials", "passed", "status"],
+                [[w.t(tid), w.t(t.get("expect")), w.t(trial_marks(t)),
+                  w.t(f"{t.get('passed')}/{t.get('trials')}"), w.t(t.get("status"))]
+                 for tid, t in ts.items()])
 
 
 def _repetitions_doc(s: dict[str, Any], w: _Writer) -> None:
@@ -279,7 +397,8 @@ def _repetitions_doc(s: dict[str, Any], w: _Writer) -> None:
         return
     w.heading(2, "Repetitions and components")
     flaky = s.get("flaky") or []
-    w.para("Flaky (mixed pass/fail across repetitions): "
+    w.para(("Scenarios with a flaky task (its trials disagree): " if "tasks" in s else
+            "Flaky (mixed pass/fail across repetitions): ")
            + (", ".join(w.t(x) for x in flaky) if flaky else "none") + ".")
     from judge.suite.components import COMPONENTS
 

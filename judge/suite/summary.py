@@ -1,5 +1,10 @@
-"""A suite run's summary: per-scenario pass counts, failure clusters, the judge's share, and
-the release gate, from the checks' outcomes and the run's stored verdicts."""
+"""A suite run's summary: tasks and their trials, per-scenario pass counts over tasks, failure
+clusters, the judge's share, and the release gate, from the checks' outcomes and the run's
+stored verdicts.
+
+Traces of tasks designed to fail (`expect: fail` in the manifest's `tasks:` map) are checked
+against that (judge.suite.tasks) and listed per task; the run's agent figures — clusters,
+components, worst severities, the gate's counts — are over the tasks expected to pass."""
 
 from __future__ import annotations
 
@@ -25,8 +30,10 @@ from judge.suite.components import (
     worse,
     worst_severity,
 )
-from judge.suite.gate import AgreementDrop, JudgeContribution, TraceOutcome, evaluate_gate
+from judge.suite.gate import AgreementDrop, JudgeContribution, evaluate_gate
+from judge.suite.outcome import TraceOutcome
 from judge.suite.plan import Plan
+from judge.suite.tasks import TaskResult, assign_tasks, group_tasks
 
 if TYPE_CHECKING:
     from judge.store import Store
@@ -49,7 +56,8 @@ class Outcomes:
             quality=report.quality_score, safety_critical_failures=len(report.vetoes),
             first_divergence=first.to_dict() if first else None,
             diagnosis=report.diagnosis(), worst_severity=worst_severity(report),
-            components=trace_components(report, tc.recovery)))
+            components=trace_components(report, tc.recovery), task_id=report.task_id,
+            trial=report.trial, entry=tc.source))
         if first is not None and first.seq is not None and tc.events is not None:
             self.slices[report.trace_id] = minimal_slice(
                 tc.events, _from_turn(loaded, report, first.turn or 0), first.seq)
@@ -116,12 +124,16 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
         o.judge_fails = sum(1 for v in vs if v.label == "fail" and v.route == "auto_accept")
         o.judge_pending = sum(1 for v in vs if v.route == "review")
         o.components["scope"] = scope_of(vs)
+    errors.extend(assign_tasks(outcomes.outcomes, [ps.tasks for ps in plan.scenarios],
+                               str(plan.manifest_path)))
+    tasks = group_tasks(outcomes.outcomes)
     expected = {ps.loaded.scenario.id: ps.repetitions for ps in plan.scenarios}
     gate = evaluate_gate(outcomes.outcomes, judge, plan.suite.release, expected,
                          require_calibrated=require_calibrated,
-                         agreement_drop=_agreement_drop(plan, store, run_id))
-    clusters = cluster_failures(outcomes.outcomes, outcomes.slices)
-    repetitions = _repetitions(gate.scenario_pass, outcomes.outcomes)
+                         agreement_drop=_agreement_drop(plan, store, run_id), tasks=tasks)
+    agent = [o for o in outcomes.outcomes if o.counts]
+    clusters = cluster_failures(agent, outcomes.slices)
+    repetitions = _repetitions(tasks)
     summary: dict[str, Any] = {
         "run_id": run_id,
         "suite": plan.suite_name,
@@ -138,6 +150,7 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
                       for s, (p, t) in gate.scenario_pass.items()},
         "clusters": [c.to_dict() for c in clusters],
         "traces": [{"trace_id": o.trace_id, "scenario": o.scenario_id, "passed": o.passed,
+                    "task_id": o.task, "trial": o.trial, "expect": o.expect,
                     "eligible": o.eligible, "quality": o.quality,
                     "safety_critical_failures": o.safety_critical_failures,
                     "judge_fails": o.judge_fails, "judge_pending": o.judge_pending,
@@ -150,7 +163,7 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
                               if judge.uncalibrated else None),
     }
     overall: Counts = {}
-    for o in outcomes.outcomes:
+    for o in agent:
         add(overall, o.components)
     if stats is not None:  # how many values of each class redaction replaced (no values)
         summary["judge"]["redactions"] = dict(sorted(stats.redactions.items()))
@@ -162,6 +175,10 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
     summary["components"] = rates(overall)
     summary["repetitions"] = repetitions
     summary["flaky"] = sorted(s for s, r in repetitions.items() if r["flaky"])
+    summary["tasks"] = {s: {t: r.to_dict() for t, r in ts.items()} for s, ts in tasks.items()}
+    summary["flaky_tasks"] = [{"scenario": s, "task_id": t, "passed": r.passed,
+                               "trials": r.n}
+                              for s, ts in tasks.items() for t, r in ts.items() if r.flaky]
     previous = store.previous_finished_run(
         run_id, suite=plan.suite_name, manifest=str(plan.manifest_path.resolve()))
     summary["changes"] = changes_since(
@@ -169,19 +186,28 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
     return summary
 
 
-def _repetitions(scenario_pass: dict[str, tuple[int, int]], outcomes: list[TraceOutcome]
-               ) -> dict[str, dict[str, Any]]:
-    """Per scenario: passing repetitions, `flaky` (some repetitions passed and some failed),
-    the worst severity of any failed finding, judge fails that stand, and the component
-    figures summed over its repetitions."""
-    worst: dict[str, str | None] = {}
-    counts: dict[str, Counts] = defaultdict(dict)
-    judge_fails: dict[str, int] = defaultdict(int)
-    for o in outcomes:
-        worst[o.scenario_id] = worse(worst.get(o.scenario_id), o.worst_severity)
-        add(counts[o.scenario_id], o.components)
-        judge_fails[o.scenario_id] += o.judge_fails
-    return {s: {"passed": p, "total": t, "flaky": 0 < p < t,
-                "worst_severity": worst.get(s), "judge_fails": judge_fails[s],
-                "components": rates(counts[s])}
-            for s, (p, t) in scenario_pass.items()}
+def _repetitions(tasks: dict[str, dict[str, TaskResult]]) -> dict[str, dict[str, Any]]:
+    """Per scenario, over its tasks expected to pass: their trials (`passed`/`total`),
+    `flaky` (a task whose trials disagree), the worst severity of a failed finding, judge
+    fails that stand and the component figures summed; and its tasks: how many, how many
+    as expected, the flaky ones, and the tasks designed to fail that were caught or missed."""
+    out: dict[str, dict[str, Any]] = {}
+    for scenario, ts in tasks.items():
+        agent = [t for t in ts.values() if t.expect != "fail"]
+        trials = [o for t in agent for o in t.trials]
+        worst: str | None = None
+        counts: Counts = {}
+        for o in trials:
+            worst = worse(worst, o.worst_severity)
+            add(counts, o.components)
+        designed = [t for t in ts.values() if t.expect == "fail"]
+        out[scenario] = {
+            "passed": sum(o.passed for o in trials), "total": len(trials),
+            "flaky": any(t.flaky for t in agent),
+            "worst_severity": worst, "judge_fails": sum(o.judge_fails for o in trials),
+            "components": rates(counts),
+            "tasks": len(ts), "tasks_passed": sum(t.ok for t in ts.values()),
+            "flaky_tasks": [t.task_id for t in agent if t.flaky],
+            "expected_failures": {"caught": [t.task_id for t in designed if t.ok],
+                                  "missed": [t.task_id for t in designed if not t.ok]}}
+    return out
