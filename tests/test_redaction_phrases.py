@@ -17,98 +17,24 @@ spelled.py, identity.py).
 from __future__ import annotations
 
 import json
-import random
 import string
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_redaction_properties import FILLER, SEPARATOR, SETTINGS
+from test_redaction_properties import (
+    FILLER,
+    SEPARATOR,
+    SETTINGS,
+    credential_phrase,
+    hex_digits,
+    seeds,
+)
 
 from judge.redaction import ItemRedactor
 from judge.redaction.identity import LEET, LEET_NAMES
-from judge.redaction.lexicon import (
-    KEYWORD_KIND,
-    NEEDS_SEPARATOR,
-    OWN_LANGUAGE_COPULAS,
-    STATE_WORDS,
-    UNSPACED_KIND,
-)
+from judge.redaction.lexicon import KEYWORD_KIND, STATE_WORDS
 from judge.redaction.normalize import view
-from judge.redaction.phrases import looks_like_password
-
-HEX = "0123456789abcdef"
-
-
-def _rand(seed: int, alphabet: str, n: int) -> str:
-    r = random.Random(seed)
-    return "".join(r.choice(alphabet) for _ in range(n))
-
-
-_seed = st.integers(0, 2**32)
-_password = st.builds(
-    lambda a, d, s, b: a + d + s + b,
-    st.from_regex(r"[A-Za-z]{2,8}", fullmatch=True),
-    st.from_regex(r"[0-9]{1,3}", fullmatch=True),
-    st.sampled_from(["", "!", "#", "%", "&", "*", "+", "?", "@", "~", "$"]),
-    st.from_regex(r"[A-Za-z0-9]{0,6}", fullmatch=True)).filter(looks_like_password)
-
-
-@st.composite
-def value_of(draw: st.DrawFn, kind: str) -> str:
-    if kind == "number":
-        return str(draw(st.integers(100, 99_999_999)))
-    if kind == "key":
-        return _rand(draw(_seed), HEX, draw(st.sampled_from([32, 40, 64])))
-    if kind == "phrase":
-        words = draw(st.lists(st.sampled_from(["correct", "horse", "battery", "staple",
-                                               "purple", "monkey", "river", "stone"]),
-                              min_size=3, max_size=5))
-        return "-".join(words)
-    return draw(_password)
-
-
-#: copulas any keyword may take, and the forms of an unspaced language
-_COPULAS = ["is", "was", "ist", "lautet", "est", "это", "è", "is now", "will be"]
-_UNSPACED_COPULAS = ["是", "为", "は", "：", "는", ": "]
-_SEPARATORS = [": ", ":", " = ", "=", " — ", " – ", " -> ", "：", " : "]
-
-
-@st.composite
-def phrase(draw: st.DrawFn) -> tuple[str, str]:
-    """(text, value) for one keyword of the lexicon in one form."""
-    unspaced = draw(st.booleans())
-    table = UNSPACED_KIND if unspaced else KEYWORD_KIND
-    keyword = draw(st.sampled_from(sorted(table)))
-    kind = table[keyword]
-    value = draw(value_of(kind))
-    keyword = draw(st.sampled_from([keyword, keyword.upper(), keyword.capitalize()]))
-    if unspaced:
-        form = draw(st.sampled_from(["copula"] if keyword in NEEDS_SEPARATOR else
-                                    ["copula", "bare"]))
-        glue = draw(st.sampled_from(_UNSPACED_COPULAS)) if form == "copula" else \
-            draw(st.sampled_from(["", " "]))
-        return f"{keyword}{glue}{value}", value
-    forms = ["sep", "copula", "filler", "quoted"]
-    if keyword.lower() not in NEEDS_SEPARATOR:
-        forms.append("bare")
-    form = draw(st.sampled_from(forms))
-    own = [c for c, words in OWN_LANGUAGE_COPULAS.items() if keyword.lower() in words]
-    copula = draw(st.sampled_from(_COPULAS + own))
-    if form == "sep":
-        return f"{keyword}{draw(st.sampled_from(_SEPARATORS))}{value}", value
-    if form == "copula":
-        return f"my {keyword} {copula} {value}", value
-    if form == "filler":
-        words = draw(st.sampled_from(["for the VPN", "of bob", "(new)", "für den Server",
-                                      "du wifi", "от почты", "for alice on the NAS"]))
-        join = draw(st.sampled_from([f" {copula} ", ": "]))
-        return f"the {keyword} {words}{join}{value}", value
-    if form == "quoted":
-        q = draw(st.sampled_from(['"{}"', "'{}'", "«{}»", "„{}“", "「{}」"]))
-        return f"{keyword} {copula} {q.format(value)}", value
-    return f"{keyword} {value}", value
-
 
 #: the separators of test_redaction_properties, less the accented letters: glued to a
 #: keyword of its own script, a letter makes the keyword part of a longer word (`éşifre`);
@@ -117,7 +43,7 @@ PHRASE_SEPARATOR = SEPARATOR.filter(lambda s: s not in ("é", "ü"))
 
 
 @SETTINGS
-@given(phrase(), FILLER, PHRASE_SEPARATOR,
+@given(credential_phrase(), FILLER, PHRASE_SEPARATOR,
        st.sampled_from([" ", "\n", ". ", ", ", "\t", ") "]), FILLER)
 @example(("password hunter7hunter", "hunter7hunter"), "", " ", " ", "")
 @example(("PIN 4829", "4829"), "card ", "", ", ", "CVV 613")
@@ -158,10 +84,10 @@ def test_keywords_followed_by_what_a_secret_is_stay(keyword: str,
 @given(st.sampled_from(["commit", "sha256:", "sha1", "checksum", "digest", "fingerprint",
                         "signing key fingerprint", "key id", "git rev", "md5", "etag",
                         "build", "uuid", "public key hash"]),
-       _seed, st.sampled_from([32, 40, 64]), st.sampled_from(["", "fixed in ", "see "]))
+       seeds, st.sampled_from([32, 40, 64]), st.sampled_from(["", "fixed in ", "see "]))
 def test_hex_after_a_hash_or_commit_word_stays(word: str, seed: int, n: int,
                                                lead: str) -> None:
-    text = f"{lead}{word} {_rand(seed, HEX, n)} ok"
+    text = f"{lead}{word} {hex_digits(seed, n)} ok"
     assert ItemRedactor().text(text) == text
 
 

@@ -174,6 +174,7 @@ STATE_WORDS = frozenset({
     "there", "available", "active", "revoked", "rotated", "disabled", "enabled", "present",
     "absent", "string", "str", "bearer", "basic", "token", "password", "xxx", "xxxx", "****",
     "n/a", "na", "tbd", "locked", "unlocked", "forgotten", "lost", "known", "case-sensitive",
+    "case",
     "about", "going", "never", "always", "only", "just", "already", "safe", "unsafe",
     "secure", "insecure", "compromised", "leaked", "accepted", "rejected", "denied",
     "generated", "attached", "included", "protected", "working", "fine", "good", "bad",

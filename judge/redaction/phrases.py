@@ -11,6 +11,10 @@ the span reported is the value's only, so the judge still reads that a password 
 4. the value alone: `password hunter7hunter`, `PIN 4829`, `CVV 613`, `signing key 3f9a…`;
 5. (keys) a few words, then key material: `signing key (hex) 3f9a…`.
 
+They are tried in the order 1, 2, 4, 3, 5. A keyword of a language written without spaces
+takes its own particles (`是`, `は`, `는`) and an ASCII value glued to it, or any form above
+(`the 密钥 is …`).
+
 In forms 1 and 2 any value is taken unless it says the secret is absent or how it is
 (`is incorrect`, `ist falsch`, `est requis`, `неверный`: lexicon.STATE_WORDS). In forms
 3–5 the value must also look like a secret of the keyword's kind: a password (a digit or
@@ -157,10 +161,21 @@ def _script(ch: str) -> str:
 
 
 def _spaced(text: str, word: str, kind: str, pos: int, end: int) -> tuple[int, int] | None:
+    """The forms in order: 1 and 2 (directly after the keyword), 4 (the value alone: a
+    word that looks like a secret right after the keyword is one, whatever follows), 3 (a
+    few words first), 5. Reading the value alone before a few words keeps redaction
+    idempotent: a few words may end in a separator only because a later value is not yet
+    redacted (`seed phrase A-A https://…?sig=…` read `https:` as the separator)."""
     for form in (_SEP, _COPULA):  # 1, 2: directly after the keyword
         m = form.match(text, pos, end)
         if m is not None and (form is _SEP or _copula_fits(m.group(1), word)):
             v = _value(text, m.end(), end, kind, strict=False)
+            if v is not None:
+                return v
+    if word not in _NEEDS_SEPARATOR:  # 4: the value alone
+        m = _BARE.match(text, pos, end)
+        if m is not None:
+            v = _value(text, m.end(), end, kind, strict=True)
             if v is not None:
                 return v
     for after in _words(text, pos, end):  # 3: a few words, then a separator or copula
@@ -170,12 +185,6 @@ def _spaced(text: str, word: str, kind: str, pos: int, end: int) -> tuple[int, i
                 v = _value(text, k.end(), end, kind, strict=True)
                 if v is not None:
                     return v
-    if word not in _NEEDS_SEPARATOR:  # 4: the value alone
-        m = _BARE.match(text, pos, end)
-        if m is not None:
-            v = _value(text, m.end(), end, kind, strict=True)
-            if v is not None:
-                return v
     if kind == "key":  # 5: a few words, then key material
         return _key_after_words(text, pos, end)
     return None
@@ -203,12 +212,15 @@ def _unspaced(text: str, word: str, kind: str, pos: int, end: int
         v = _value(text, m.end(), end, kind, strict=False, ascii_only=True)
         if v is not None:
             return v
-    if word in _NEEDS_SEPARATOR:
-        return None
-    start = pos
-    while start < end and text[start] in " \t":
-        start += 1
-    return _value(text, start, end, kind, strict=True, ascii_only=True)
+    if word not in _NEEDS_SEPARATOR:
+        start = pos
+        while start < end and text[start] in " \t":
+            start += 1
+        v = _value(text, start, end, kind, strict=True, ascii_only=True)
+        if v is not None:
+            return v
+    # a keyword of an unspaced language among words of a spaced one (`the 密钥 is …`)
+    return _spaced(text, word, kind, pos, end)
 
 
 def _value(text: str, start: int, end: int, kind: str, *, strict: bool,
@@ -225,11 +237,12 @@ def _value(text: str, start: int, end: int, kind: str, *, strict: bool,
         return None
     if kind == "phrase" and not strict:
         c = _CLAUSE.match(text, start, end)
-        if c is None:
+        if c is None or not text[start].isalnum():  # words, not `(flight UA 4829`
             return None
         a, b = _trimmed(text, c.start(), c.end())
         return (a, b) if b > a and not _no_value(text[a:b], kind) else None
-    t = (_ASCII_TOKEN if ascii_only else _TOKEN).match(text, start, end)
+    # a number ends where its digits do (`is 100我的…`); other values run to a space
+    t = (_ASCII_TOKEN if ascii_only or kind == "number" else _TOKEN).match(text, start, end)
     if t is None:
         return None
     a, b = _trimmed(text, t.start(), t.end(), _TRAILING_NUMBER if kind == "number"
