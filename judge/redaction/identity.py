@@ -6,6 +6,11 @@ non-ASCII hyphen), `g\u200bpt-4o` (a zero-width space) and `gpt-4о` (a Cyrillic
 all `gpt-4o`. A match must start and end at word edges (`refundOrder` never loses its
 `Order`; a tool named `ask_gpt` keeps its name), and takes a model's version with it
 (`gpt-4o-2024-08-06`, `claude-3-5-sonnet-20241022`, `Gemini 1.5 Pro`, `gpt4o`, `gpt 4o`).
+Names of four letters or more are matched in leet too (`Cl4ude`, `C1aude`, `CIaude`,
+`0penAI`, `G3mini`, `Ch@tGPT`: LEET), a built-in name may end or start at a change of case
+(`claudeAI`, `myClaudeBot`) and takes a plural `s`; names spelled letter by letter (`c l a u
+d e`, `c-l-a-u-d-e`, `G.P.T-4o`) are read by spelled.py; a few transliterations
+(`Клод`, `ЧатГПТ`, `クロード`, `克劳德`, …) are names.
 
 Built-in classes, with the policy for names that are also ordinary words:
 - always: GPT/ChatGPT/OpenAI, o1/o3/o4 (lower-case `o`), Anthropic, Claude, Gemini,
@@ -14,8 +19,10 @@ Built-in classes, with the policy for names that are also ordinary words:
   `Llama-3.1-70B`, `phi-3`, `grok-2`, `mistral-7b`, `ernie-4`, `command-r+`);
 - capitalised only: `Llama`/`LLaMA`, `Mistral`, `Grok`, `Bard`, `PaLM`, `xAI`, `Cohere`,
   `ERNIE` — so "a llama", "the mistral", "I grok it", "ideas cohere", "palm trees" stay;
-  `Mistral wind` stays; `Claude` followed by a capitalised word that is not a model tier
-  (`Claude Monet`, `Claude Shannon`) is a person and stays;
+  `Mistral wind` stays; `Claude` followed by a capitalised name that is no model tier, no
+  common English word and no model name (`Claude Monet`, `Claude Shannon`; not `Claude And`,
+  `Claude Gemini`) is a person and stays, and so is `Jean-Claude`; a lower-case `claude` is
+  always the model;
 - vendors that are ordinary names (Google, Meta, Microsoft, Amazon, Apple, NVIDIA, IBM,
   Alibaba, …) only as the maker in self-identification ("made by Google", "trained by
   Meta"), and as `Meta AI`, `Google AI`, `GitHub/Microsoft Copilot`.

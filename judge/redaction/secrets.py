@@ -6,13 +6,16 @@ readable and the judge still sees that a password was sent:
 - key formats (OpenAI/Anthropic `sk-…`, Stripe `sk_live_`/`rk_live_`, GitLab `glpat-`,
   Hugging Face `hf_`, npm `npm_`, GitHub `ghp_`/`github_pat_`, Slack `xoxb-`, Google
   `AIza…`/`ya29.`, AWS `AKIA…`, JWTs, SendGrid, PyPI, …): the whole token that holds one;
-- PEM private-key blocks (to `-----END …-----`, or to the end of the text when cut off);
+- PEM private-key blocks (to `-----END …-----`; cut off before it, the BEGIN line and the
+  base64 lines after it);
 - a secret-named field with any prefix, in any syntax: `DB_PASSWORD=…`, `"apiKey": "…"`,
   `x-api-key: …`, `passwd: …`, `--token …` is not covered (no separator), `\\"password\\":`
   inside JSON-in-JSON is;
 - `Authorization:` / `Proxy-Authorization:` headers (any scheme), `Bearer …` anywhere;
-- URL credentials (`scheme://user:password@host`: the password);
-- self-disclosure: "my password is …", "the PIN was …", "api key: …";
+- URL credentials (`scheme://user:password@host`: the password); a signed URL's signature
+  (`?X-Amz-Signature=…`, `X-Goog-Signature`, `Signature`, `sig`);
+- (credentials given in words, in several languages — "my password is …", `PIN 4829`,
+  `пароль: …` — are phrases.py's);
 - opaque tokens: a run of 32+ base64/url-safe characters, mixed case, 2+ digits, entropy
   ≥ 4.2 bits/char (unknown vendors' keys), or exactly 40 base64 characters of mixed case
   (a bare AWS secret access key); hex-only ids, UUIDs and paths are not.
