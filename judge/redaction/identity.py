@@ -7,7 +7,8 @@ all `gpt-4o`. A match must start and end at word edges (`refundOrder` never lose
 `Order`; a tool named `ask_gpt` keeps its name), and takes a model's version with it
 (`gpt-4o-2024-08-06`, `claude-3-5-sonnet-20241022`, `Gemini 1.5 Pro`, `gpt4o`, `gpt 4o`).
 Names of four letters or more are matched in leet too (`Cl4ude`, `C1aude`, `CIaude`,
-`0penAI`, `G3mini`, `Ch@tGPT`: LEET), a built-in name may end or start at a change of case
+`0penAI`, `G3mini`, `Ch@tGPT`: LEET) and split anywhere by one space, dot, hyphen, …
+(`cl-aude`, `Clau de`, `Anth ropic`), a built-in name may end or start at a change of case
 (`claudeAI`, `myClaudeBot`) and takes a plural `s`; names spelled letter by letter (`c l a u
 d e`, `c-l-a-u-d-e`, `G.P.T-4o`) are read by spelled.py; a few transliterations
 (`Клод`, `ЧатГПТ`, `クロード`, `克劳德`, …) are names.
@@ -61,12 +62,16 @@ LEET_NAMES = ("chat gpt", "open ai", "anthropic", "claude", "gemini", "gemma", "
               "qwen", "deep seek", "mixtral", "codestral", "nemotron", "gigachat")
 
 
-def leet(name: str) -> str:
-    """A pattern for `name` in any leet spelling; its words may be joined by `-`, `_`, ` `."""
-    def letters(word: str) -> str:
-        return "".join(f"[{re.escape(LEET[c])}]" if c in LEET else re.escape(c) for c in word)
+#: one character that may split a name anywhere (`cl-aude`, `Clau de`, `c.l.a.u.d.e`)
+_GAP = r"[-_. *·•/~+]?"
 
-    return "[-_ ]?".join(letters(w) for w in name.split())
+
+def leet(name: str) -> str:
+    """A pattern for `name` in any leet spelling, split anywhere by one of `_GAP`."""
+    def letter(c: str) -> str:
+        return f"[{re.escape(LEET[c])}]" if c in LEET else re.escape(c)
+
+    return _GAP.join(letter(c) for c in name.replace(" ", ""))
 
 
 _ALWAYS = ("|".join(leet(n) for n in LEET_NAMES)

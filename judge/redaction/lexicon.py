@@ -118,9 +118,9 @@ _UNSPACED: dict[str, tuple[str, ...]] = {
 
 KEYWORD_KIND: dict[str, str] = {w: kind for kind, words in _SPACED.items() for w in words}
 UNSPACED_KIND: dict[str, str] = {w: kind for kind, words in _UNSPACED.items() for w in words}
-#: keywords that need a separator or a copula: alone they are commands or too short
-#: (`pwd /home/bob`, `passwd bob`, `pin the tab`)
-NEEDS_SEPARATOR = frozenset({"pwd", "pw", "passwd", "mdp", "losung", "tan", "mtan", "parola",
+#: keywords that need a separator or a copula: alone they are commands or ordinary words
+#: (`pwd /home/bob`, `passwd bob2`, `tan 1234`, `parola` is Italian for "word")
+NEEDS_SEPARATOR = frozenset({"pwd", "passwd", "mdp", "losung", "tan", "mtan", "parola",
                              "parolam", "auth code", "csc", "cvn", "暗号", "口令"})
 
 #: "is" in each spaced language, longest first where one begins another (tried in order)
@@ -159,6 +159,19 @@ OWN_LANGUAGE_COPULAS: dict[str, frozenset[str]] = {
 #: particles and copulas glued to a keyword of an unspaced language (`密码是…`, `パスワードは…`)
 UNSPACED_COPULAS: tuple[str, ...] = ("就是", "是", "为", "為", "は", "が", "を", "：", ":", "=",
                                      "는", "은", "이", "가")
+
+#: words that end a passphrase given without quotes (`passphrase correct horse battery
+#: staple, then log in`): the function words of a sentence, never those of a seed phrase
+#: (BIP39's `about`, `above`, `able` are words of a passphrase)
+FUNCTION_WORDS = frozenset({
+    "is", "are", "was", "were", "be", "been", "has", "have", "had", "will", "would", "can",
+    "could", "must", "should", "may", "might", "not", "no", "the", "a", "an", "for", "of",
+    "in", "on", "at", "to", "with", "and", "or", "but", "this", "that", "it", "its", "by",
+    "from", "as", "if", "then", "so", "your", "my", "our", "their", "you", "we", "they", "i",
+    "please", "enabled", "disabled", "required", "protection", "ist", "und", "der", "die",
+    "das", "nicht", "für", "est", "et", "le", "la", "les", "pour", "pas", "es", "y", "el",
+    "para", "é", "e", "o", "não", "это", "и", "не", "для",
+})
 
 #: what a secret can be said to be without being given, in every language above; a value
 #: that is one of these (or starts with one) is no value

@@ -41,6 +41,7 @@ from itertools import pairwise
 
 from judge.redaction.lexicon import (
     COPULAS,
+    FUNCTION_WORDS,
     KEYWORD_KIND,
     NEEDS_SEPARATOR,
     OWN_LANGUAGE_COPULAS,
@@ -235,12 +236,16 @@ def _value(text: str, start: int, end: int, kind: str, *, strict: bool,
         if value.strip() and not _no_value(value, kind):
             return a, b
         return None
-    if kind == "phrase" and not strict:
-        c = _CLAUSE.match(text, start, end)
-        if c is None or not text[start].isalnum():  # words, not `(flight UA 4829`
-            return None
-        a, b = _trimmed(text, c.start(), c.end())
-        return (a, b) if b > a and not _no_value(text[a:b], kind) else None
+    if kind == "phrase":
+        words = _passphrase(text, start, end, strict)
+        if words is not None:
+            return words
+        if not strict:
+            c = _CLAUSE.match(text, start, end)
+            if c is None or not text[start].isalnum():  # words, not `(flight UA 4829`
+                return None
+            a, b = _trimmed(text, c.start(), c.end())
+            return (a, b) if b > a and not _no_value(text[a:b], kind) else None
     # a number ends where its digits do (`is 100我的…`); other values run to a space
     t = (_ASCII_TOKEN if ascii_only or kind == "number" else _TOKEN).match(text, start, end)
     if t is None:
@@ -255,6 +260,39 @@ def _value(text: str, start: int, end: int, kind: str, *, strict: bool,
     if strict and not _looks_like(value, kind):
         return None
     return a, b
+
+
+_PHRASE_WORD = re.compile(r"[^\W\d_]{2,24}")
+_PHRASE_GAP = re.compile(r"[ \t]+")
+
+
+def _passphrase(text: str, start: int, end: int, strict: bool) -> tuple[int, int] | None:
+    """Words of letters from `start` (a passphrase given without quotes: `correct horse
+    battery staple`), up to the first function word or anything else: three or more after a
+    separator or copula (four when the first is a word a secret can be said to be:
+    `is very strong indeed` is none), four or more in lower case when given alone
+    (`passphrase recovery link sent` is none)."""
+    pos = start
+    last = -1
+    n = 0
+    lower = True
+    while pos < end:
+        w = _PHRASE_WORD.match(text, pos, end)
+        if w is None or w.group().lower() in FUNCTION_WORDS:
+            break
+        if w.end() < len(text) and (text[w.end()].isalnum() or text[w.end()] == "_"):
+            break  # a word glued to digits or more: no passphrase word
+        n += 1
+        last = w.end()
+        lower = lower and w.group().islower()
+        gap = _PHRASE_GAP.match(text, w.end(), end)
+        if gap is None:
+            break
+        pos = gap.end()
+    if strict:
+        return (start, last) if n >= 4 and lower else None
+    first = text[start:text.find(" ", start) if " " in text[start:last] else last].lower()
+    return (start, last) if n >= (4 if first in STATE_WORDS else 3) else None
 
 
 def _trimmed(text: str, a: int, b: int, trailing: str = _TRAILING) -> tuple[int, int]:
