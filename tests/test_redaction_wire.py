@@ -29,6 +29,7 @@ from judge.ledger.loader import LoadedScenario
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import RubricUse, Scenario
 from judge.prompts import load_prompt
+from judge.prompts.render import indent_lines
 from judge.providers.base import ModelParams
 from judge.providers.registry import make_provider
 from judge.redaction.normalize import view
@@ -129,11 +130,11 @@ def test_no_planted_secret_or_name_reaches_the_provider(
     for i, e in chosen:
         body = bodies[_tag(i)]
         group = "issue 21" if e.get("issue") == 21 else "issue 9"
-        cls = "benign" if e["class"] == "benign" else (
-            "identity" if e["class"] == "identity" else "secret")
+        cls = e["class"] if e["class"] in ("benign", "identity", "secret") else "card/SSN/contact"
         tried[f"{group} {cls}"] += 1
         if cls == "benign":
-            if f"{_tag(i)} {e['text']}" not in body:  # the judge sees it as written
+            # the judge sees it as written (continuation lines indented, as render does)
+            if indent_lines(f"{_tag(i)} {e['text']}") not in body:
                 leaks.append(f"benign changed: {e['text']!r}")
         elif _leaked(e, body):
             leaks.append(f"{e['kind']}: {e['value']!r} in the {kind} request")

@@ -85,9 +85,14 @@ _OWN_COPULAS = {c: frozenset(fold(w) for w in words) for c, words in
 KEYWORD_RE = compile_re2(f"(?i)({_alternation(sorted(set(KEYWORD_KIND) | set(_SPACED_KIND)))})|"
                          f"({_alternation(sorted(set(UNSPACED_KIND) | set(_UNSPACED_KIND)))})")
 
-#: `:`, `=`, `=>`, `->`, `→`, a dash set off by spaces, an em or en dash; or the end of an
-#: XML/HTML tag (`<password>X</password>`); after a closing quote (`"Passwort": …`)
-_SEP = re.compile(r"""\\?["']?[ \t]*(?:=>|->|:=|[:：=→]|[—–]|(?<=[ \t])-(?=[ \t]))[ \t]*|>""")
+#: `:`, `=`, `=>`, `->`, `→`, a dash set off by spaces, an em or en dash (the value may
+#: start the next line, raw or escaped: `Password:\\nhunter7`); or the end of an XML/HTML
+#: tag (`<password>X</password>`); after a closing quote (`"Passwort": …`)
+_SEP = re.compile(r"""\\?["']?[ \t]*(?:=>|->|:=|[:：=→]|[—–]|(?<=[ \t])-(?=[ \t]))[ \t]*"""
+                  r"""(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*)?|>""")
+#: `password's X`; `password, X` (then the value must look like one)
+_CONTRACTION = re.compile(r"['’]s[ \t]+")
+_COMMA = re.compile(r"[ \t]*,[ \t]*")
 _COPULA = re.compile(
     r"[ \t]+(" + "|".join(r"[ \t]+".join(re.escape(p) for p in c.split())
                           for c in sorted(set(COPULAS), key=len, reverse=True))
@@ -97,7 +102,16 @@ _UNSPACED_COPULA = re.compile(
 #: one word between a keyword and its separator or copula (`for`, `the`, `VPN`, `(hex)`)
 _WORD = re.compile(r"""[ \t]+[^\s:：=,.;!?"`\[\]{}<>\\]{1,30}""")
 MAX_WORDS = 5
-_BARE = re.compile(r"[ \t]+")
+_BARE = re.compile(r"[ \t]+[(\[]?")
+_CLAUSE_END = re.compile(r"""[ \t]*(?:[.,;:!?)"'\]}\n]|\\[nrt"]|$)""")
+#: the value before its keyword: `hunter7 is my password`, `use X as the new password`,
+#: `X ist mein Passwort` (then the value must look like one)
+_BEFORE = re.compile(
+    r"""(?:^|(?<=[\s"'(>]))([^\s"'()<>\[\]{}\\]{3,60})[ \t]+(?:(?:is|was|will[ \t]+be|ist|war|"""
+    r"""est|était|es|era|é|è)[ \t]+(?:my|the|your|our|his|her|their|mein|meine|dein|deine|das|"""
+    r"""der|die|mon|ma|le|la|votre|mi|tu|el|su|meu|minha|o|a|sua|il|mio)|"""
+    r"""as[ \t]+(?:the|your|my|a|an))[ \t]+(?:(?:new|old|current|temporary|initial|"""
+    r"""neues|nouveau|nouvelle|nueva|nova)[ \t]+)?$""", re.IGNORECASE)
 
 _QUOTED = re.compile(
     r"""\\"([^"\\\n]{1,200})\\"|"([^"\\\n]{1,200})"|'([^'\n]{1,200})'|`([^`\n]{1,200})`"""
@@ -133,6 +147,8 @@ def find_phrases(text: str) -> Iterator[tuple[Span, str | None]]:
         end = min(n, e + WINDOW)
         found = _spaced(text, word, kind, e, end) if spaced else _unspaced(text, word, kind, e,
                                                                         end)
+        if found is None and spaced:
+            found = _before(text, kind, s, e)
         if found is not None:
             a, b = found
             value = text[a:b]
@@ -167,12 +183,10 @@ def _spaced(text: str, word: str, kind: str, pos: int, end: int) -> tuple[int, i
     few words first), 5. Reading the value alone before a few words keeps redaction
     idempotent: a few words may end in a separator only because a later value is not yet
     redacted (`seed phrase A-A https://…?sig=…` read `https:` as the separator)."""
-    for form in (_SEP, _COPULA):  # 1, 2: directly after the keyword
-        m = form.match(text, pos, end)
-        if m is not None and (form is _SEP or _copula_fits(m.group(1), word)):
-            v = _value(text, m.end(), end, kind, strict=False)
-            if v is not None:
-                return v
+    for start, strict in _joins(text, word, pos, end):  # 1, 2: directly after the keyword
+        v = _value(text, start, end, kind, strict=strict)
+        if v is not None:
+            return v
     if word not in _NEEDS_SEPARATOR:  # 4: the value alone
         m = _BARE.match(text, pos, end)
         if m is not None:
@@ -180,15 +194,44 @@ def _spaced(text: str, word: str, kind: str, pos: int, end: int) -> tuple[int, i
             if v is not None:
                 return v
     for after in _words(text, pos, end):  # 3: a few words, then a separator or copula
-        for form in (_SEP, _COPULA):
-            k = form.match(text, after, end)
-            if k is not None and (form is _SEP or _copula_fits(k.group(1), word)):
-                v = _value(text, k.end(), end, kind, strict=True)
-                if v is not None:
-                    return v
+        for start, _ in _joins(text, word, after, end):
+            v = _value(text, start, end, kind, strict=True)
+            if v is not None:
+                return v
     if kind == "key":  # 5: a few words, then key material
         return _key_after_words(text, pos, end)
     return None
+
+
+def _joins(text: str, word: str, pos: int, end: int) -> Iterator[tuple[int, bool]]:
+    """Where a value may start after a separator or copula at `pos`, and whether it must
+    then look like a secret (after a comma, or a copula of another language: `password to
+    the VPN` is English, `hasło to X` Polish)."""
+    m = _SEP.match(text, pos, end)
+    if m is not None:
+        yield m.end(), False
+    m = _COPULA.match(text, pos, end)
+    if m is not None:
+        own = _OWN_COPULAS.get(_SPACES.sub(" ", m.group(1).lower()))
+        yield m.end(), own is not None and word not in own
+    for form, strict in ((_CONTRACTION, False), (_COMMA, True)):
+        m = form.match(text, pos, end)
+        if m is not None:
+            yield m.end(), strict
+
+
+def _before(text: str, kind: str, s: int, e: int) -> tuple[int, int] | None:
+    """A value said before its keyword (`_BEFORE`), if it looks like one and the keyword
+    ends the clause (`4829 is my PIN.`, not `order 4829 is the PIN pad model`)."""
+    if e < len(text) and not _CLAUSE_END.match(text, e):
+        return None
+    m = _BEFORE.search(text, max(0, s - 90), s)
+    if m is None:
+        return None
+    a, b = _trimmed(text, m.start(1), m.end(1), _TRAILING_NUMBER if kind == "number"
+                    else _TRAILING)
+    value = text[a:b]
+    return (a, b) if not _no_value(value, kind) and _looks_like(value, kind) else None
 
 
 def _words(text: str, pos: int, end: int) -> Iterator[int]:
@@ -199,11 +242,6 @@ def _words(text: str, pos: int, end: int) -> Iterator[int]:
             return
         pos = m.end()
         yield pos
-
-
-def _copula_fits(copula: str, word: str) -> bool:
-    own = _OWN_COPULAS.get(_SPACES.sub(" ", copula.lower()))
-    return own is None or word in own
 
 
 def _unspaced(text: str, word: str, kind: str, pos: int, end: int
