@@ -191,11 +191,13 @@ _password = st.builds(
 
 
 @st.composite
-def value_of(draw: st.DrawFn, kind: str) -> str:
+def value_of(draw: st.DrawFn, kind: str, short_numbers: bool = False) -> str:
     """A value for a keyword of `kind` (lexicon.py): digits, key material, a passphrase or
-    a password."""
+    a password. Numbers have 8–12 digits unless `short_numbers` (3–8: a CVV, a PIN): a
+    JSON value around a planted one may hold a short number of its own."""
     if kind == "number":
-        return str(draw(st.integers(100, 99_999_999)))
+        return str(draw(st.integers(100, 99_999_999) if short_numbers else
+                        st.integers(10**7, 10**12 - 1)))
     if kind == "key":
         return hex_digits(draw(_seed), draw(st.sampled_from([32, 40, 64])))
     if kind == "phrase":
@@ -213,14 +215,14 @@ _SEPARATORS = [": ", ":", " = ", "=", " — ", " – ", " -> ", "：", " : "]
 
 
 @st.composite
-def credential_phrase(draw: st.DrawFn) -> tuple[str, str]:
+def credential_phrase(draw: st.DrawFn, short_numbers: bool = False) -> tuple[str, str]:
     """(text, value) for one keyword of the lexicon (any of them) in one form: separator,
     copula, a few words first, quoted, or (where the keyword allows) the value alone."""
     unspaced = draw(st.booleans())
     table = UNSPACED_KIND if unspaced else KEYWORD_KIND
     keyword = draw(st.sampled_from(sorted(table)))
     kind = table[keyword]
-    value = draw(value_of(kind))
+    value = draw(value_of(kind, short_numbers))
     alone = keyword not in NEEDS_SEPARATOR
     keyword = draw(st.sampled_from([keyword, keyword.upper(), keyword.capitalize()]))
     if unspaced:

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from judge.redaction.normalize import View, view
+from judge.redaction.normalize import COMBINING, View, view
 from judge.redaction.rx import compile_re2
-from judge.redaction.spans import Span, at_word_edges, is_word_char, word_before
-from judge.redaction.spelled import spelled_names
+from judge.redaction.spans import Span, at_word_edges, escape_ends_at, is_word_char, word_before
+from judge.redaction.spelled import ELEMENTS, spelled_names
 from judge.redaction.words import is_common_word
 
 MIN_CANDIDATE_CHARS = 4
@@ -228,7 +228,7 @@ def find_identity(text: str, v: View, low: str, names: Literals | None,
     for s, e in builtin:
         if e <= s:
             continue
-        a, b = v.original(s, e)
+        a, b = _marks_after(text, *v.original(s, e))
         if b < len(text) and text[b] in "sS" and not (
                 b + 1 < len(text) and is_word_char(text[b + 1])):
             b += 1  # GPTs, Claudes
@@ -237,14 +237,27 @@ def find_identity(text: str, v: View, low: str, names: Literals | None,
     for s, e in found:
         if e <= s:
             continue
-        a, b = v.original(s, e)
+        a, b = _marks_after(text, *v.original(s, e))
         if at_word_edges(text, a, b):
             out.append(Span(a, b, "identity"))
-    for s, e in spelled_names(v.text, _builtin, names, _tail):
-        a, b = v.original(s, e)
+    def alone(i: int, first: bool) -> bool:
+        a, b = v.original(i, i + 1)
+        if first:
+            return a == 0 or text[a - 1] not in ELEMENTS or escape_ends_at(text, a)
+        return b >= len(text) or text[b] not in ELEMENTS
+
+    for s, e in spelled_names(v.text, _builtin, names, _tail, alone):
+        a, b = _marks_after(text, *v.original(s, e))
         if at_word_edges(text, a, b):
             out.append(Span(a, b, "identity"))
     return out
+
+
+def _marks_after(text: str, a: int, b: int) -> tuple[int, int]:
+    """[a, b) with the combining marks that follow it (the last letter's strike-through)."""
+    while b < len(text) and text[b] in COMBINING:
+        b += 1
+    return a, b
 
 
 _TAIL_RE = re.compile(rf"(?i:[-_. ]{{0,2}}(?:{_VER}|{_TIER})\b)+")

@@ -117,7 +117,11 @@ _QUOTED = re.compile(
     r"""\\"([^"\\\n]{1,200})\\"|"([^"\\\n]{1,200})"|'([^'\n]{1,200})'|`([^`\n]{1,200})`"""
     r"|«([^»\n]{1,200})»|“([^”\n]{1,200})”|„([^“”\n]{1,200})[“”]|「([^」\n]{1,200})」"
     r"|『([^』\n]{1,200})』")
-_TOKEN = re.compile(r"""[^\s"'`<>\[\]{}()，。、；：！？（）「」『』【】《》“”‘’«»\\]{1,200}""")
+#: a value: no space, quote, bracket or backslash, no control character, and no CJK (a
+#: value ends where a sentence in Chinese or Japanese goes on: `hunter2我的…`)
+_TOKEN = re.compile(r"""[^\s"'`<>\[\]{}()，。、；：！？（）「」『』【】《》“”‘’«»\\"""
+                    "\x00-\x1f\x7f\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+                    "]{1,200}")
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9!#$%&*+\-./=?@^_|~]{1,200}")
 _CLAUSE = re.compile(r"""[^\n.;!?"\\，。；！？]{1,200}""")
 #: sentence punctuation after a value, not part of it (`!` and `?` are: `Summer2024!`)
