@@ -207,7 +207,10 @@ def bench_breakdown(items: list[Item], repeat: int) -> None:
              lambda t: list(phrases.find_phrases(t))),
             ("names spelled out (spelled.py: run pass + names on each run)",
              lambda t: list(spelled.spelled_names(view(t).text, identity._builtin, None,
-                                                  identity._tail))),
+                                                  identity._tail, lambda i, first: True,
+                                                  folded=not t.isascii()))),
+            ("identity as the engine runs it (view, names, spelled-out runs, edges)",
+             lambda t: list(identity.find_identity(t, view(t), t.lower(), None, None))),
         ]
     for name, fn in parts:
         best = min(_timed(blocks, fn) for _ in range(repeat))
@@ -242,6 +245,19 @@ def bench_hostile() -> None:
         cpu = time.process_time() - t0
         print(f"[hostile] {len(text) / 1e6:.2f} MB of JSON, {sum(red.counts.values()):,} "
               f"values redacted: {cpu:.2f} s CPU")
+    # issue 21's passes at their worst: a keyword every few characters, each read after;
+    # a name spelled out over and over
+    for what, unit in (("credential phrases", "PIN 1234, CVV 567; password hunter7x "),
+                       ("keywords without a value", "the password policy and token count "),
+                       ("spelled-out names", "c l a u d e ")):
+        for n in (20_000, 40_000):
+            text = unit * n
+            red = ItemRedactor(None, {"model": "m"})
+            t0 = time.process_time()
+            red.text(text)
+            cpu = time.process_time() - t0
+            print(f"[hostile] {len(text) / 1e6:.2f} MB of {what}, "
+                  f"{sum(red.counts.values()):,} values redacted: {cpu:.2f} s CPU")
 
 
 def engine_figures(items: list[Item], repeat: int) -> dict[str, Any]:

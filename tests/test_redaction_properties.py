@@ -8,6 +8,11 @@
 
 Formats whose detection needs entropy (bare AWS secret keys, opaque tokens) are drawn from a
 seeded `random.Random`, so shrinking cannot turn them into `AAAA…` (which is no secret).
+
+Issue 21's generators are here too, so every property above draws them: a credential
+phrase for any keyword of judge/redaction/lexicon.py in any form (`credential_phrase`), a
+PEM key cut off inside its last line, signed URLs of S3, GCS, CloudFront and Azure, and
+key material after a key word (64-hex signing keys, `private_key_id`).
 """
 
 from __future__ import annotations

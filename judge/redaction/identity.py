@@ -246,7 +246,8 @@ def find_identity(text: str, v: View, low: str, names: Literals | None,
             return a == 0 or text[a - 1] not in ELEMENTS or escape_ends_at(text, a)
         return b >= len(text) or text[b] not in ELEMENTS
 
-    for s, e in spelled_names(v.text, _builtin, names, _tail, alone):
+    for s, e in spelled_names(v.text, _builtin, names, _tail, alone,
+                              folded=v.text is not text and v.text != text):
         a, b = _marks_after(text, *v.original(s, e))
         if at_word_edges(text, a, b):
             out.append(Span(a, b, "identity"))
