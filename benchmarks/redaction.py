@@ -19,7 +19,9 @@ Optional `--detect-secrets`: the CPU of Yelp's detect-secrets over the same item
 (needs `pip install detect-secrets`; the reason gitleaks rules were chosen instead).
 
 `--baseline REV` (issue 21: before and after, in one run): the `judge` package of git
-revision REV (`git archive`, into a temporary directory) and the working tree's are each
+revision REV (`git archive` of `judge/` and `prompts/`, into a temporary directory; REV
+`$(git merge-base HEAD main)` measures a branch against where it started) and the
+working tree's are each
 measured in child processes, taking turns `--repeat` times: redaction CPU per item inside
 render, the engine alone, what it replaced on these items by class (a rule that fires on
 tau-bench's ordinary airline data would show here), and `judge grade` as a user runs it.
@@ -298,7 +300,11 @@ def bench_baseline(rev: str, repeat: int, tmp: Path, base_url: str) -> None:
     """REV's judge package against the working tree's, in turns (see the docstring)."""
     tree = tmp / "baseline"
     tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "judge"],
+    top = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", rev],
+                         capture_output=True, text=True, check=True).stdout.split()
+    # the package, and the prompts where a revision keeps them outside it
+    paths = [p for p in ("judge", "prompts") if p in top]
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *paths],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev],
