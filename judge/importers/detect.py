@@ -57,8 +57,9 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "server_to
 _LIMIT = 20_000
 
 
-def _peek_json(path: Path) -> Any:
-    """The start of a JSON document, built from its first events (open containers closed)."""
+def _peek_json(path: Path) -> tuple[Any, InputError | None]:
+    """The start of a JSON document, built from its first events (open containers closed),
+    and the error that stopped the reading early, if one did."""
     root: list[Any] = []
     stack: list[Any] = [root]
     keys: list[str | None] = [None]
@@ -83,10 +84,11 @@ def _peek_json(path: Path) -> Any:
             if ev in ("start_map", "start_array"):
                 stack.append(node)
                 keys.append(None)
-    except InputError:
+    except InputError as exc:
         if not root:
             raise
-    return root[0] if root else None
+        return root[0], exc
+    return (root[0] if root else None), None
 
 
 def _peek_jsonl(path: Path) -> list[Any]:
@@ -198,7 +200,11 @@ def sniff(path: str | Path) -> str | None:
         lines = _peek_jsonl(p)
         return next((f for f in (classify(d) for d in lines) if f is not None), None) \
             if lines else None
-    return classify(_peek_json(p))
+    doc, error = _peek_json(p)
+    found = classify(doc)
+    if found is None and error is not None:
+        raise error  # what stopped the reading is what is wrong with the file
+    return found
 
 
 def detect(path: str | Path) -> str:
