@@ -85,7 +85,10 @@ class SpanRecord:
     agent: str | None = None
 
     def to_json(self) -> bytes:
-        return dump_blob(asdict(self))
+        try:  # orjson serializes dataclasses itself, without asdict's deep copy
+            return orjson.dumps(self, default=str)
+        except (TypeError, orjson.JSONEncodeError):
+            return dump_blob(asdict(self))
 
     @classmethod
     def from_json(cls, data: bytes) -> SpanRecord:
