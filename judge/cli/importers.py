@@ -30,7 +30,7 @@ STRICT_HELP = ("Refuse the file on the first span, record or message that cannot
 REPORT_HELP = ("Write what the import did as JSON (traces, events by kind, everything left "
                "out and why) to this file")
 MEMBER_HELP = ("The most bytes an archive member (or a gzip file) may decompress to: a "
-               "number, or with K, M or G (default 256M)")
+               "number, or with K, M or G (default 128M)")
 ACTIONS_HELP = ("text: a fenced block in an assistant message is a tool call (tool named "
                 "by its language) and the next user message its result; none: never; "
                 "default: per format (on for swe-agent)")

@@ -43,17 +43,22 @@ def _is_event(obj: Any) -> bool:
         obj["type"].startswith(_PREFIXES) or obj["type"] == "session")
 
 
+def _pair(obj: Any) -> bool:
+    return isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], str) \
+        and obj[0].startswith("client.beta.sessions")
+
+
 def _entries(obj: Any) -> Iterator[tuple[str, Any]]:
-    """(method, payload) of one record: "" for a plain event or session."""
-    if isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], str) \
-            and obj[0].startswith("client.beta.sessions"):
+    """(method, payload) of one record: "" for a plain event or session; a list of
+    records (one level: never deeper)."""
+    if _pair(obj):
         yield obj[0], obj[1]
     elif isinstance(obj, dict) and isinstance(obj.get("data"), list):
         for ev in obj["data"]:
             yield "", ev
     elif isinstance(obj, list):
         for item in obj:
-            yield from _entries(item)
+            yield (item[0], item[1]) if _pair(item) else ("", item)
     else:
         yield "", obj
 

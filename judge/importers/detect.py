@@ -29,7 +29,6 @@ file looks like instead.
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -223,7 +222,7 @@ def mismatch(fmt: str, path: str | Path) -> str | None:
     that is another format (None: it looks like `fmt`, or like nothing judge knows)."""
     try:
         found = sniff(path)
-    except (InputError, OSError, ValueError, json.JSONDecodeError):
+    except (InputError, OSError, ValueError, RecursionError):
         return None
     same = {fmt, "openai-chat"} if fmt == "swe-agent" else {fmt}
     if found is None or found in same:

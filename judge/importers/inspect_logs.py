@@ -296,7 +296,7 @@ def iter_inspect(path: str | Path, *, scenario: str | None = None,
     file = str(path)
     jsonio.check_file(p)
     log = log if log is not None else ImportLog(file)
-    max_bytes = max_member_bytes or jsonio.DEFAULT_MAX_MEMBER_BYTES
+    max_bytes = jsonio.cap(max_member_bytes)
     if p.suffix == ".eval" or zipfile.is_zipfile(p):
         yield from _iter_zip(p, file, scenario, prefix, log, max_bytes)
     else:

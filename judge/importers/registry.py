@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import InputError
+from judge.importers import jsonio
 from judge.importers.imported import ImportedTrace, write_imported
 from judge.importers.report import ImportLog
 from judge.importers.text_actions import DEFAULT_TOOL, with_text_actions
@@ -98,18 +99,30 @@ def run_import(fmt: str | None, path: str | Path, out: str | Path, log: ImportLo
     log.format = fmt
     log.output = str(out)
     try:
-        write_imported(iter_format(fmt, path, scenario=scenario, log=log, **options), out,
-                       log)
+        with jsonio.capped(options.get("max_member_bytes")):
+            write_imported(iter_format(fmt, path, scenario=scenario, log=log, **options),
+                           out, log)
     except InputError as exc:
         if auto:
             raise _read_as(exc, file, fmt, FORMATS[fmt]) from None
-        other = mismatch(fmt, path)
+        other = None if _unreadable(exc) else mismatch(fmt, path)
         if other is not None:
             raise InputError(f"not {_article(fmt)} {fmt} file: it looks like {other} "
                              f"({FORMATS[other]}); try: judge import {other} FILE "
                              f"({_reason(exc, file)})", file=file, line=exc.line) from None
         raise
     return fmt
+
+
+_UNREADABLE = ("malformed JSON", "not UTF-8", "gzip", "cannot read", "no such file",
+               "is a directory", "is a FIFO", "is a socket", "is a device",
+               "symbolic link loop", "the file is empty", "decompresses to more")
+
+
+def _unreadable(exc: InputError) -> bool:
+    """Whether an import failed before any format could matter (the file is no readable
+    JSON at all): then no other format is suggested."""
+    return any(s in exc.message for s in _UNREADABLE)
 
 
 def _article(fmt: str) -> str:

@@ -267,7 +267,7 @@ def _stream_document(p: Pull, count: _Counter) -> Iterator[RawSpan]:
 # -- files -------------------------------------------------------------------------------------
 def iter_raw(path: str | Path, *, stream: bool | None = None,
              document: Callable[[Any, _Counter, int | None], Iterator[RawSpan]] | None = None,
-             max_bytes: int = jsonio.DEFAULT_MAX_MEMBER_BYTES) -> Iterator[RawSpan]:
+             max_bytes: int | None = None) -> Iterator[RawSpan]:
     """Every span object of a `.json` or `.jsonl` file (see the module docstring)."""
     p = Path(path)
     file = str(path)
