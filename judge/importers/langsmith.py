@@ -170,6 +170,8 @@ def to_record(raw: RawSpan, problems: Problems | None = None) -> SpanRecord:
         rec.model = _model(run)
     elif kind == "tool":
         rec.tool = _tool(run, name or "")
+    example = run.get("reference_example_id")
+    rec.task_id = str(example) if isinstance(example, str) and example else None
     rec.in_value = decode_json(run.get("inputs"))
     rec.out_value = decode_json(run.get("outputs"))
     return rec

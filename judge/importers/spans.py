@@ -83,6 +83,7 @@ class SpanRecord:
     out_value: Any = None
     model: str | None = None
     agent: str | None = None
+    task_id: str | None = None  # the dataset example a root run was made for
 
     def to_json(self) -> bytes:
         try:  # orjson serializes dataclasses itself, without asdict's deep copy
@@ -130,6 +131,8 @@ class _TraceFacts:
     agent: str | None = None
     has_user: bool = False
     root: Any = None  # the input value of the earliest root span
+    root_id: str | None = None  # that span's id
+    task_id: str | None = None  # the task (dataset example) the root names, if any
 
 
 class _Spill:
@@ -221,7 +224,10 @@ class _Spill:
                        (trace_id,)).fetchone() is not None
         row = q("SELECT b FROM s WHERE w = 0 AND t = ? AND ps IS NULL ORDER BY k, o LIMIT 1",
                 (trace_id,)).fetchone()
-        f.root = load_blob(row[0]).get("in_value") if row else None
+        root = load_blob(row[0]) if row else {}
+        f.root = root.get("in_value")
+        f.root_id = root.get("span_id")
+        f.task_id = root.get("task_id")
         return f
 
     def wrappers(self, trace_id: str) -> set[str]:
@@ -350,7 +356,8 @@ class _Replay:
         text = value_text(self.facts.root) if not self.facts.has_user else None
         if text:
             yield {"kind": "user", "text": text,
-                   "metadata": {"source_span_id": "(root)", "source_trace_id": self.trace_id}}
+                   "metadata": {"source_span_id": self.facts.root_id or "(root)",
+                                "source_trace_id": self.trace_id}}
         pending: list[tuple[int, int, int, int, SpanRecord]] = []
         for n, rec in enumerate(spans):
             at = rec.start if rec.start is not None else -1
@@ -399,6 +406,8 @@ def spans_to_traces(records: Iterable[SpanRecord], *, file: str, source: str,
             root_text = value_text(f.root)
             if root_text:
                 metadata["task"] = {"instruction": root_text}
+            if f.task_id:
+                metadata["task_id"] = f.task_id
             if header_extra:
                 metadata.update(header_extra)
             # System prompts are kept out of the events: their fingerprints are listed here
