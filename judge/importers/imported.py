@@ -100,9 +100,9 @@ def _validated(t: ImportedTrace, log: ImportLog,
         state = PositionState()
         for ev in t.events:
             where = _where(header.trace_id, ev)
-            if too_deep(ev, MAX_DEPTH - 1):
+            if too_deep(ev, MAX_DEPTH - 2):  # its trace line nests it two levels down
                 log.problem(f"nested deeper than {MAX_DEPTH} levels: the event is left out",
-                            where=where, fld=deep_path(ev, MAX_DEPTH - 1) or None)
+                            where=where, fld=deep_path(ev, MAX_DEPTH - 2) or None)
                 continue
             if repair:
                 ev, path = repaired(ev)
