@@ -270,3 +270,36 @@ def test_what_is_not_a_file_is_said_as_such(tmp_path: Path, what: str) -> None:
     for fmt in ("otel", "anthropic", "inspect", "openai-chat", "auto"):
         code, _, err = run("import", fmt, path, "-o", tmp_path / "o.jsonl")
         assert code == 2 and expect in err, (fmt, err)
+
+
+def test_actions_text_makes_fenced_commands_tool_calls(tmp_path: Path) -> None:
+    """A ReAct loop in an OpenAI message list: the fenced block is the call, the next user
+    message its result, both marked; a block without a language uses --action-tool."""
+    msgs = [{"role": "user", "content": "count the files"},
+            {"role": "assistant", "content": "Let me look.\n```bash\nls | wc -l\n```"},
+            {"role": "user", "content": "12"},
+            {"role": "assistant", "content": "Now the big ones:\n```\nfind . -size +1M\n```"},
+            {"role": "user", "content": "./a.bin"},
+            {"role": "assistant", "content": "There are 12 files; a.bin is big."}]
+    path = write(tmp_path, "react.json", msgs)
+    out = tmp_path / "o.jsonl"
+    code, _, err = run("import", "openai-chat", path, "-o", out, "--actions", "text",
+                       "--action-tool", "shell")
+    assert code == 0, err
+    (t,) = iter_traces(out)
+    assert [(e.kind.value, e.tool, e.args, e.result) for e in t.events] == [
+        ("user", None, None, None),
+        ("assistant", None, None, None),
+        ("tool_call", "bash", {"command": "ls | wc -l"}, None),
+        ("tool_result", "bash", None, "12"),
+        ("assistant", None, None, None),
+        ("tool_call", "shell", {"command": "find . -size +1M"}, None),
+        ("tool_result", "shell", None, "./a.bin"),
+        ("assistant", None, None, None)]
+    assert t.events[1].text == "Let me look."
+    assert all(e.metadata and e.metadata.get("action_from_text") for e in t.events[2:4])
+    assert [e.turn for e in t.events] == [1] * 8  # observations are no user turns
+    # without it, the messages as they are
+    code, _, _ = run("import", "openai-chat", path, "-o", out)
+    (t,) = iter_traces(out)
+    assert [e.kind.value for e in t.events].count("tool_call") == 0
