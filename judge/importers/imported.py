@@ -173,7 +173,12 @@ class _Writer:
                               where=f"trace {tid}", action="skipped")
                 return
             head = _dump(self._head(t))
-            yield head[:-1] + ',"events":[' + ",".join(buffered) + "]}\n"
+            parts = [head[:-1], ',"events":[']
+            for k, line in enumerate(buffered):
+                parts += (",", line) if k else (line,)
+            parts.append("]}\n")
+            buffered = []
+            yield "".join(parts)  # (one copy of the trace, not two)
         self.log.traces += 1
         self.log.events.update(kinds)
 
