@@ -303,3 +303,29 @@ def test_actions_text_makes_fenced_commands_tool_calls(tmp_path: Path) -> None:
     code, _, _ = run("import", "openai-chat", path, "-o", out)
     (t,) = iter_traces(out)
     assert [e.kind.value for e in t.events].count("tool_call") == 0
+
+
+@pytest.mark.parametrize("orient", ["records", "columns"])
+def test_a_phoenix_spans_dataframe_as_json(tmp_path: Path, orient: str) -> None:
+    """`px.Client().get_spans_dataframe().to_json(orient=...)`: dotted columns
+    (`context.span_id`, `attributes.llm.input_messages`), times in epoch milliseconds."""
+    recs = [{"name": "ChatOpenAI", "span_kind": "LLM", "parent_id": None,
+             "start_time": 1767261600000, "end_time": 1767261601000,
+             "context.span_id": "a" * 16, "context.trace_id": TRACE,
+             "attributes.llm.input_messages": [{"message.role": "user",
+                                                "message.content": "hi"}],
+             "attributes.llm.output_messages": [{"message.role": "assistant",
+                                                 "message.content": "hello"}]},
+            {"name": "search", "span_kind": "TOOL", "parent_id": "a" * 16,
+             "start_time": 1767261602000, "end_time": 1767261603000,
+             "context.span_id": "c" * 16, "context.trace_id": TRACE,
+             "attributes.tool.name": "search", "attributes.input.value": "{\"q\": 1}",
+             "attributes.output.value": "found"}]
+    doc: Any = recs if orient == "records" else {
+        k: {str(i): r.get(k) for i, r in enumerate(recs)} for k in recs[0] | recs[1]}
+    path = write(tmp_path, f"{orient}.json", doc)
+    code, _, err = run("import", "auto", path, "-o", tmp_path / "o.jsonl")
+    assert code == 0 and "(read as otel)" in err, err
+    (t,) = iter_traces(tmp_path / "o.jsonl")
+    assert steps(t) == [("user", "hi"), ("assistant", "hello"), ("tool_call", "search"),
+                        ("tool_result", "search")]

@@ -149,6 +149,9 @@ def classify(doc: Any) -> str | None:
         return "anthropic"
     if isinstance(doc, list):
         first = next((x for x in doc if x is not None), None)
+        if isinstance(first, dict):
+            from judge.importers.spanfile import unflat_span
+            first = unflat_span(first)
         if isinstance(first, dict) and "role" in first:
             return _messages_format(doc)
         if isinstance(first, dict) and {"task_id", "trial", "traj"} <= first.keys():
@@ -183,6 +186,12 @@ def classify(doc: Any) -> str | None:
         return "openai-chat"
     if isinstance(doc.get("messages"), list):
         return _messages_format(doc["messages"], doc)
+    from judge.importers.spanfile import columns_to_records, unflat_span
+    records = columns_to_records(doc)
+    if records is not doc:
+        return classify(records)
+    if _is_span(unflat_span(doc)):
+        return "otel"
     lists = [v for v in doc.values() if isinstance(v, list) and v]
     if lists and all(isinstance(v[0], dict) and _is_span(v[0]) for v in lists):
         return "otel"  # spans grouped under keys of the exporter's choosing

@@ -49,7 +49,7 @@ from judge.importers.messages import (
     printable,
 )
 from judge.importers.report import ImportLog
-from judge.importers.spanfile import RawSpan, ids_of, iter_raw
+from judge.importers.spanfile import RawSpan, ids_of, iter_raw, unflat_span
 from judge.importers.spans import Kind, SpanRecord, ToolUse, spans_to_traces
 
 #: what reading one span found wrong with a part of it: (field, message, action)
@@ -639,7 +639,7 @@ def to_record(raw: RawSpan, problems: Problems | None = None) -> SpanRecord:
     """One raw span as a SpanRecord; ShapeError names the field of what makes the span
     unreadable; `problems` gets what is wrong with a part of it (the rest is kept)."""
     problems = problems if problems is not None else []
-    obj = raw.obj
+    obj = raw.obj = unflat_span(raw.obj)
     span_raw, trace_raw = ids_of(obj)
     if raw.wrapper:
         return SpanRecord(trace_id=norm_id(trace_raw, "trace_id", 16), span_id="",

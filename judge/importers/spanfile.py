@@ -63,6 +63,40 @@ class RawSpan:
     wrapper: bool = False
 
 
+_FLAT_PARTS = ("context.", "attributes.", "status.", "parent.")
+
+
+def unflat_span(obj: dict[str, Any]) -> dict[str, Any]:
+    """A span whose nested fields were written as dotted columns (`context.span_id`,
+    `attributes.llm.input_messages`, as a Phoenix spans dataframe's records are) as the
+    span they are; any other object as it is."""
+    if not any(isinstance(k, str) and k.startswith(_FLAT_PARTS) for k in obj):
+        return obj
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        head, dot, rest = str(key).partition(".")
+        if dot and key.startswith(_FLAT_PARTS):
+            group = out.setdefault(head, {})
+            if isinstance(group, dict) and value is not None:
+                group[rest] = value
+        else:
+            out[key] = value
+    return out
+
+
+def columns_to_records(doc: Any) -> Any:
+    """A spans dataframe written column by column (`{"name": {"0": ...},
+    "context.span_id": {"0": ...}}`, pandas' default `to_json`) as its list of records;
+    anything else as it is. (Read whole: a file above 8 MB needs `--no-stream`.)"""
+    if not isinstance(doc, dict) or "context.span_id" not in doc or not all(
+            isinstance(v, dict) for v in doc.values()):
+        return doc
+    index = list(next(iter(doc.values())).keys())
+    if not all(list(v.keys()) == index for v in doc.values()):
+        return doc
+    return [{col: doc[col][i] for col in doc} for i in index]
+
+
 def context_of(obj: dict[str, Any]) -> dict[str, Any]:
     """A span's context object (`context`, the JS SDK's `spanContext`), or {}."""
     for key in _CONTEXTS:
@@ -155,6 +189,7 @@ def _object(obj: dict[str, Any], parent: int | None, context: dict[str, Any],
 
 
 def _document(doc: Any, count: _Counter, line: int | None) -> Iterator[RawSpan]:
+    doc = columns_to_records(doc)
     if isinstance(doc, list):
         for item in doc:
             if isinstance(item, dict):
