@@ -170,8 +170,7 @@ def otel(
     actions: str | None = typer.Option(None, "--actions", help=ACTIONS_HELP),
     action_tool: str | None = typer.Option(None, "--action-tool", help=ACTION_TOOL_HELP),
 ) -> None:
-    """Import OpenTelemetry spans (GenAI conventions, OpenInference, Vercel AI SDK): one
-    trace per trace id."""
+    """Import OpenTelemetry spans (GenAI, OpenInference, Vercel AI SDK): one trace per id."""
     _run("otel", file, out, scenario=scenario, strict=strict, report=report, stream=stream,
          actions=actions, action_tool=action_tool)
 
@@ -189,8 +188,7 @@ def anthropic(
     actions: str | None = typer.Option(None, "--actions", help=ACTIONS_HELP),
     action_tool: str | None = typer.Option(None, "--action-tool", help=ACTION_TOOL_HELP),
 ) -> None:
-    """Import Anthropic Messages logs (tool_use / tool_result and server-side tool blocks,
-    system kept out): one trace per conversation or session."""
+    """Import Anthropic Messages and session logs: one trace per conversation or session."""
     _run("anthropic", file, out, scenario=scenario, strict=strict, report=report,
          prefix=prefix, actions=actions, action_tool=action_tool)
 
