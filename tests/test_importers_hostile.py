@@ -83,6 +83,8 @@ def build(d: Path) -> dict[str, Path]:
                                              endTimeUnixNano=10**30)]))
     put("surrogate.json", '[{"role": "user", "content": "a\\ud800b"}]')
     put("surrogate-key.json", '[{"role": "user", "content": "x", "\\udfff": 1}]')
+    put("surrogate-system.json", '[{"role": "system", "content": "s \\ud800"}, '
+        '{"role": "user", "content": "hi"}]')
     put("deep.json", "[" * 10_000 + "]" * 10_000)
     put("deep-args.json", json.dumps([{"role": "assistant", "tool_calls": [
         {"id": "c", "function": {"name": "f", "arguments": "[" * 5000 + "]" * 5000}}]}]))
@@ -143,6 +145,7 @@ OWN = {"nan-times.json": "otel", "huge-times.json": "otel", "bomb.eval": "inspec
        "lying-size.eval": "inspect", "wide-jsonl.jsonl": "openai-chat",
        "wide-float.json": "openai-chat", "inf-number.json": "anthropic",
        "surrogate.json": "anthropic", "deep-args.json": "openai-chat",
+       "surrogate-system.json": "openai-chat",
        "truncated.json": "otel", "empty.json": "langfuse", "gzip-garbage.json": "anthropic",
        "a-directory.json": "langsmith", "loop.json": "swe-agent"}
 
@@ -192,6 +195,7 @@ def test_no_input_crashes_an_importer(outcomes: dict[tuple[str, str], tuple[int,
     if code == 2:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("judge: error: "), err
+        assert case[1] in lines[0], err  # the one line names the file
 
 
 @pytest.mark.slow

@@ -59,8 +59,10 @@ class _Where:
 
 
 def system_fingerprint(text: str) -> dict[str, Any]:
-    """What is kept of a system prompt: its sha256 and its length, never its text."""
-    return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "chars": len(text)}
+    """What is kept of a system prompt: its sha256 and its length, never its text (a lone
+    surrogate in it is hashed as it is: the fingerprint is of what the source said)."""
+    return {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "chars": len(text)}
 
 
 _MEDIA_PARTS = {"image_url": "image", "input_image": "image", "image": "image",
