@@ -31,6 +31,7 @@ from judge.ledger.loader import LoadedScenario
 from judge.trace.loader import EventStream, TraceStream, iter_event_streams
 from judge.trace.model import Event, EventData, EventKind, Trace, TraceHeader
 from judge.trace.task import task_of
+from judge.trace.unique import TraceIds
 
 _data = cast(Callable[[Event], EventData], vars)
 """A validated `Event` as the checks read it: its fields, as a dict (no copy)."""
@@ -195,8 +196,15 @@ def check_paths(loaded: LoadedScenario, paths: Iterable[str | Path],
     A bad trace (or file) is appended to `errors` and skipped; the rest are still checked.
     """
     checker = Checker(loaded)
+    ids = TraceIds()  # trace ids are unique within the input (judge.trace.unique)
     for path in paths:
         for stream in iter_event_streams(path, errors):
+            duplicate = ids.add(stream.header.trace_id, stream.file, stream.line)
+            if duplicate is not None:
+                errors.append(duplicate)
+                for _ in stream.events:  # (its events are read past, not checked)
+                    pass
+                continue
             try:
                 yield checker.check(stream)
             except InputError as exc:
