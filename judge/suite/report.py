@@ -175,10 +175,18 @@ def _repetition_lines(s: dict[str, Any]) -> list[str]:
         out.append("worst severity of a failed finding (tasks expected to pass):"
                    if "tasks" in s else
                    "repetitions (flaky = mixed pass/fail; worst severity of a failed finding):")
+        per_task = "tasks" in s
         for name, r in shown.items():
-            flaky = " FLAKY" if r.get("flaky") else ""
             worst = r.get("worst_severity") or "none"
-            out.append(f"  {v(name)}  {r['passed']}/{r['total']}{flaky}  worst {v(worst)}")
+            if per_task:  # trials of its tasks: a scenario is not flaky, a task is
+                n = len(r.get("flaky_tasks") or [])
+                flaky = f", {n} flaky task(s)" if n else (", a flaky task" if r.get("flaky")
+                                                          else "")
+                out.append(f"  {v(name)}  {r['passed']}/{r['total']} trial(s) passed{flaky}  "
+                           f"worst {v(worst)}")
+            else:
+                flaky = " FLAKY" if r.get("flaky") else ""
+                out.append(f"  {v(name)}  {r['passed']}/{r['total']}{flaky}  worst {v(worst)}")
     comps = s.get("components")
     if comps:
         out.append("components: " + ", ".join(f"{k} {rate_text(r)}" for k, r in comps.items()))
@@ -402,8 +410,12 @@ def _repetitions_doc(s: dict[str, Any], w: _Writer) -> None:
            + (", ".join(w.t(x) for x in flaky) if flaky else "none") + ".")
     from judge.suite.components import COMPONENTS
 
-    w.table(["scenario", "passing", "flaky", "worst severity", *COMPONENTS],
-            [[w.t(k), f"{r['passed']}/{r['total']}", "yes" if r.get("flaky") else "no",
+    per_task = "tasks" in s
+    w.table(["scenario", "trials passing" if per_task else "passing",
+             "flaky tasks" if per_task else "flaky", "worst severity", *COMPONENTS],
+            [[w.t(k), f"{r['passed']}/{r['total']}",
+              (str(len(r.get("flaky_tasks") or [])) if per_task
+               else "yes" if r.get("flaky") else "no"),
               w.t(r.get("worst_severity") or "none"),
               *[w.t(rate_text((r.get("components") or {}).get(c))) for c in COMPONENTS]]
              for k, r in sorted(reps.items())])
