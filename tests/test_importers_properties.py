@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +153,16 @@ def test_streaming_and_whole_agree_on_span_trees(trees: list[dict[str, Any]],
                 assert seqs == list(range(1, len(seqs) + 1))
                 assert all(e["metadata"]["source_trace_id"] == trace["trace_id"]
                            for e in trace["events"])
+
+
+@pytest.mark.parametrize("doc", [{"resourceSpans": None, "observations": True},
+                                 {"observations": 7}, {"trace": {"observations": "x"}},
+                                 {"trace": True, "observations": None}])
+def test_langfuse_observations_that_are_not_a_list_are_bad_input(doc: Any, tmp_path: Path
+                                                                ) -> None:
+    """Found by the derandomized Hypothesis run of the property above: `"observations":
+    true` was iterated ('bool' object is not iterable, an internal error)."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    assert _outcome("langfuse", path)[0] in ("ok", "error")
+    _lenient("langfuse", path)

@@ -226,8 +226,9 @@ def _traces(doc: Any) -> Iterator[tuple[dict[str, Any], list[Any]]]:
     trace: dict[str, Any] = raw_trace if isinstance(raw_trace, dict) else doc
     obs = doc.get("observations")
     if not isinstance(obs, list):
-        obs = trace.get("observations") if isinstance(trace, dict) else None
-    yield trace, [o for o in obs or [] if isinstance(o, dict)]
+        obs = trace.get("observations")
+    # a hostile file may put anything there (`"observations": true`): only a list is read
+    yield trace, [o for o in obs if isinstance(o, dict)] if isinstance(obs, list) else []
 
 
 def _raw(doc: Any, count: _Counter, line: int | None,
