@@ -39,6 +39,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("diff", "judge.cli.diff", "diff",
           "Compare traces with a baseline trajectory: presence, argument and terminal drift.",
           panel=TRACES),
+    Entry("compare", "judge.cli.compare", "compare",
+          "Compare two agent versions task by task: fixed, broken, new signatures, pass-rate "
+          "change.", panel=TRACES),
     Entry("init", "judge.cli.init", "init",
           "Draft a scenario from traces (tools, writes, lookups, ledger) for a person to "
           "review.", panel=TRACES),

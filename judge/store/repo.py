@@ -615,6 +615,18 @@ class Store:
                     out[iid] = dict(data)
         return out
 
+    def trace_bodies(self, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored trace documents (formats §1) of these ids (absent ids are left out), in
+        chunked reads: what `judge compare` and `judge canary` diff a stored run's traces on."""
+        ids = list(dict.fromkeys(trace_ids))
+        out: dict[str, dict[str, Any]] = {}
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                for tid, body in conn.execute(select(T_TRACE.c.trace_id, T_TRACE.c.body).where(
+                        T_TRACE.c.trace_id.in_(ids[i:i + _CHUNK]))):
+                    out[tid] = dict(body)
+        return out
+
 
 def _label_rows(labels: Sequence[HumanLabel],
                 import_keys: Sequence[str | None] | None) -> list[dict[str, Any]]:
