@@ -50,6 +50,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("run", "judge.cli.run", "run",
           "Run a suite: checks, judge items, route, store, and apply the release gate.",
           panel=JUDGING),
+    Entry("canary", "judge.cli.canary", "canary",
+          "One look at a staged rollout: promote (exit 0), hold (exit 0) or roll back (exit 1).",
+          panel=JUDGING),
     Entry("grade", "judge.cli.grade", "grade",
           "Grade the judge items of traces against a scenario, after the deterministic "
           "checks.", panel=JUDGING),

@@ -115,8 +115,8 @@ def compare_sides(baseline: Side, candidate: Side,
     paired = [k for k in btasks if k in ctasks]
     rows: list[dict[str, Any]] = []
     counts = dict.fromkeys(CHANGES, 0)
-    drift_total: dict[str, int] = {"pairs": 0, "drifted": 0, "presence": 0, "argument": 0, "terminal": 0,
-                   "not_diffed": 0}
+    drift_total: dict[str, int] = dict.fromkeys(
+        ("pairs", "drifted", "presence", "argument", "terminal", "not_diffed"), 0)
     sigs: dict[str, dict[str, dict[str, list[str]]]] = {
         "baseline": defaultdict(lambda: defaultdict(list)),
         "candidate": defaultdict(lambda: defaultdict(list))}
@@ -133,7 +133,8 @@ def compare_sides(baseline: Side, candidate: Side,
                 drift_total["not_diffed"] += 1
                 continue
             diffs.append(d)
-        task_drift: dict[str, Any] = {"reference": ref.trace_id, "reference_passed": ref.outcome.passed,
+        task_drift: dict[str, Any] = {
+                      "reference": ref.trace_id, "reference_passed": ref.outcome.passed,
                       "diffed": len(diffs), "drifted": sum(d.drift for d in diffs),
                       **{k: sum(d.counts[k] > 0 for d in diffs)
                          for k in ("presence", "argument", "terminal")},

@@ -35,6 +35,7 @@ from judge.store.db import (
 from judge.store.migrations import migrate
 from judge.store.records import ReviewRequest
 from judge.store.review_queue import ReviewQueue
+from judge.store.rollouts import Rollouts
 from judge.store.rows import (
     VERDICT_COLUMNS,
     canonical_hash,
@@ -101,6 +102,8 @@ class Store:
         """The grading work of distributed runs (judge.store.work_queue)."""
         self.annotators = Annotators(engine, url)
         """`judge serve`'s sign-in tokens and recorded reveals (judge.store.annotators)."""
+        self.rollouts = Rollouts(engine, url)
+        """`judge canary`'s looks at staged rollouts (judge.store.rollouts)."""
 
     @property
     def dialect(self) -> str:
