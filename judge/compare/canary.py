@@ -14,9 +14,10 @@ counts tasks. **Metrics** (`--metric`):
 - `hard-failure-rate`: the share of tasks with a hard failure on their terminal actions — a
   veto, or a write that is not what the task needed (judge.compare.sides); `--threshold` is
   the most that is acceptable.
-- `baseline-diff`: the share of tasks whose trials show no counted drift from the baseline's
-  reference trajectory of the task (`--baseline`; judge.compare.pairing's reference and
-  diff); tasks the baseline does not have are left out; `--threshold` is the least rate.
+- `baseline-diff`: the share of tasks whose trials show no counted drift from the nearest
+  of the baseline's trials of the task (`--baseline`: the known-good version; as `judge
+  compare` diffs, judge.compare.pairing); tasks the baseline does not have are left out;
+  `--threshold` is the least rate.
 
 **Decision**, in this order:
 
@@ -138,10 +139,12 @@ def stage_tasks(side: Side, metric: str, *, baseline: Side | None = None,
         if baseline is None:
             raise InputError("the baseline-diff metric needs --baseline (the known-good "
                              "version's traces)", field="--baseline")
-        from judge.compare.pairing import reference_of
+        from judge.compare.pairing import references_of
 
         by_id = baseline.by_id()
-        refs = {k: by_id[reference_of(r).trace_id].trace for k, r in baseline.tasks().items()}
+        refs = {k: [(o.trace_id, t) for o in references_of(r)
+                    if (t := by_id[o.trace_id].trace) is not None]
+                for k, r in baseline.tasks().items()}
     for key, task in side.tasks().items():
         trials: dict[str, bool] = {}
         for o in task.trials:
@@ -156,14 +159,16 @@ def stage_tasks(side: Side, metric: str, *, baseline: Side | None = None,
                                      "--scenario or --suite)", field="--metric")
                 trials[o.trace_id] = not trial.hard_failure
             else:
-                ref = refs.get(key)
-                if ref is None or trial is None or trial.trace is None:
-                    break
-                from judge.diff import DiffOptions, ReadOnlyPolicy, diff_traces
+                from judge.compare.pairing import nearest_diff
+                from judge.diff import DiffOptions, ReadOnlyPolicy
 
                 policy = (policies or {}).get(key[0], ReadOnlyPolicy())
-                trials[o.trace_id] = not diff_traces(
-                    ref, trial.trace, DiffOptions(policy, count_lookups)).drift
+                d = (nearest_diff(refs.get(key) or [], trial.trace,
+                                  DiffOptions(policy, count_lookups))
+                     if trial is not None and trial.trace is not None else None)
+                if d is None:
+                    break
+                trials[o.trace_id] = not d.drift
         if len(trials) == task.n:
             out.tasks[key] = trials
         else:

@@ -14,11 +14,14 @@ trial passed), **failing** (none did), **flaky** (they disagree). Its change:
 | `flaky` | flaky on either side, and neither fixed nor broken (flaky → flaky, failing ↔ flaky) |
 | `still_passing` | passing → passing |
 
-**Drift**: each candidate trial is diffed (judge.diff) against the baseline's reference
-trajectory of its task — the baseline's first passing trial, else its first — with the
-scenario's mutating and read tools. **Signatures**: a failing trial's first-divergence
-signature (as a run's failure clusters name it); a signature is *new* when a paired task's
-candidate trials show it and no baseline trial of a paired task does.
+**Drift**: each candidate trial is diffed (judge.diff) against each of the baseline's trials
+of its task and keeps the nearest (the fewest counted drifts; the earliest trial on a tie),
+with the scenario's mutating and read tools: drift is a trajectory no baseline run of the
+task took — a version against itself shows none, and a task the baseline did two ways is
+not drift for taking either (whether a trial passed is its status's business).
+**Signatures**: a failing trial's first-divergence signature (as a run's failure clusters
+name it); a signature is *new* when a paired task's candidate trials show it and no baseline
+trial of a paired task does.
 
 **Pass rate**: each task's pass share (trials passed / trials), averaged over the paired
 tasks, per side. With one trial per task on both sides the change gets the exact McNemar
@@ -61,10 +64,24 @@ def change_of(baseline: TaskResult, candidate: TaskResult) -> str:
     return "flaky"
 
 
-def reference_of(task: TaskResult) -> TraceOutcome:
-    """The baseline trial the candidate's trials are diffed against (its first passing
-    trial, else its first)."""
-    return next((o for o in task.trials if o.passed), task.trials[0])
+def references_of(task: TaskResult) -> list[TraceOutcome]:
+    """The baseline trials the candidate's trials are diffed against: all of them, passing
+    ones first (a tie goes to a passing trial)."""
+    return sorted(task.trials, key=lambda o: not o.passed)
+
+
+def nearest_diff(refs: list[tuple[str, Trace]], trace: Trace, opts: DiffOptions
+                 ) -> TraceDiff | None:
+    """`trace` against the reference it drifts from least (fewest counted drifts, then the
+    earliest reference); None without a reference."""
+    best: TraceDiff | None = None
+    for _rid, ref in refs:
+        d = diff_traces(ref, trace, opts)
+        if best is None or sum(d.counts.values()) < sum(best.counts.values()):
+            best = d
+        if not d.drift:
+            break
+    return best
 
 
 @dataclass(frozen=True)
@@ -93,14 +110,9 @@ def _side_row(task: TaskResult, by_id: dict[str, Trial]) -> dict[str, Any]:
             "results": [_trial_row(by_id[o.trace_id]) for o in task.trials]}
 
 
-def _diff(ref: Trace | None, t: Trial, opts: DiffOptions) -> TraceDiff | None:
-    if ref is None or t.trace is None:
-        return None
-    return diff_traces(ref, t.trace, opts)
-
-
 def _diff_row(d: TraceDiff) -> dict[str, Any]:
-    return {"trace_id": d.trace_id, "drift": d.drift, "counts": d.counts,
+    return {"trace_id": d.trace_id, "reference": d.baseline_id, "drift": d.drift,
+            "counts": d.counts,
             "drifts": [x.to_dict() for x in d.drifts if x.counted][:MAX_DRIFTS]}
 
 
@@ -124,17 +136,19 @@ def compare_sides(baseline: Side, candidate: Side,
         b, c = btasks[key], ctasks[key]
         kind = change_of(b, c)
         counts[kind] += 1
-        ref = bid[reference_of(b).trace_id]
+        refs = [(o.trace_id, t) for o in references_of(b)
+                if (t := bid[o.trace_id].trace) is not None]
         dopts = DiffOptions(opts.policies.get(key[0], ReadOnlyPolicy()), opts.count_lookups)
         diffs = []
         for o in c.trials:
-            d = _diff(ref.trace, cid[o.trace_id], dopts)
+            trace = cid[o.trace_id].trace
+            d = nearest_diff(refs, trace, dopts) if trace is not None else None
             if d is None:
                 drift_total["not_diffed"] += 1
                 continue
             diffs.append(d)
         task_drift: dict[str, Any] = {
-                      "reference": ref.trace_id, "reference_passed": ref.outcome.passed,
+                      "references": [rid for rid, _ in refs],
                       "diffed": len(diffs), "drifted": sum(d.drift for d in diffs),
                       **{k: sum(d.counts[k] > 0 for d in diffs)
                          for k in ("presence", "argument", "terminal")},
@@ -228,7 +242,7 @@ def failures(report: dict[str, Any], fail_on: tuple[str, ...]) -> list[str]:
                    + _listed([s["signature"] for s in report["signatures"]["new"]]))
     if "drift" in fail_on and report["drift"]["drifted"]:
         out.append(f"{report['drift']['drifted']} of {report['drift']['pairs']} candidate "
-                   "trial(s) drifted from the baseline's reference trajectory")
+                   "trial(s) took a trajectory no baseline trial of its task took")
     return out
 
 

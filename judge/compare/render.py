@@ -97,7 +97,7 @@ def render_text(r: dict[str, Any], *, limit: int = SHOWN_TASKS) -> str:
         lines.append(f"signatures gone ({len(sig['resolved'])}): "
                      + v(", ".join(s["signature"] for s in sig["resolved"][:limit])))
     d = r["drift"]
-    lines.append(f"drift from the baseline's reference trajectories: {d['drifted']} of "
+    lines.append(f"drift from the nearest baseline trial of the task: {d['drifted']} of "
                  f"{d['pairs']} candidate trial(s) (presence {d['presence']}, argument "
                  f"{d['argument']}, terminal {d['terminal']})"
                  + (f"; {d['not_diffed']} not diffed (no trace)" if d["not_diffed"] else ""))
@@ -144,9 +144,9 @@ def render_markdown(r: dict[str, Any], *, limit: int = 200) -> str:
         lines += ["None.", ""]
     d = r["drift"]
     lines += ["## Drift", "",
-              f"{d['drifted']} of {d['pairs']} candidate trial(s) drifted from the baseline's "
-              f"reference trajectory (presence {d['presence']}, argument {d['argument']}, "
-              f"terminal {d['terminal']}).", ""]
+              f"{d['drifted']} of {d['pairs']} candidate trial(s) drifted from the nearest "
+              f"baseline trial of their task (presence {d['presence']}, argument "
+              f"{d['argument']}, terminal {d['terminal']}).", ""]
     for f in r["failed"]:
         lines += [f"**Failed (--fail-on):** {md_text(f)}", ""]
     return "\n".join(lines)
