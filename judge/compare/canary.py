@@ -142,8 +142,8 @@ def stage_tasks(side: Side, metric: str, *, baseline: Side | None = None,
         from judge.compare.pairing import references_of
 
         by_id = baseline.by_id()
-        refs = {k: [(o.trace_id, t) for o in references_of(r)
-                    if (t := by_id[o.trace_id].trace) is not None]
+        refs = {k: [(o.trace_id, tr) for o in references_of(r)
+                    if (tr := by_id[o.trace_id].trace) is not None]
                 for k, r in baseline.tasks().items()}
     for key, task in side.tasks().items():
         trials: dict[str, bool] = {}
