@@ -224,6 +224,7 @@ def decide(config: CanaryConfig, looks: Sequence[Look], now: StageTasks) -> dict
     """The decision of this look, as the record printed and stored (docs/formats.md,
     "`judge canary`")."""
     check_rollout(config, looks)
+    earlier: set[TaskKey] = set().union(*(_keys(lk) for lk in looks))
     tasks = _merged(looks, now)
     n = len(tasks)
     s = sum(all(trials.values()) for trials in tasks.values())
@@ -281,8 +282,7 @@ def decide(config: CanaryConfig, looks: Sequence[Look], now: StageTasks) -> dict
         "method": {"name": "mixture SPRT (anytime-valid, every look together)",
                    "prior_strength": m},
         "stage_sample": {"traces": now.traces, "tasks": len(now.tasks),
-                         "new_tasks": sum(1 for k in now.tasks
-                                          if not any(k in _keys(lk) for lk in looks)),
+                         "new_tasks": sum(1 for k in now.tasks if k not in earlier),
                          "skipped": now.skipped[:50], "n_skipped": len(now.skipped)},
         "sample": {"tasks": n, "successes": s, "value": value},
         "bounds": {"lower": lo, "upper": hi, "level": 1 - config.alpha},
