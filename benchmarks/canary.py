@@ -41,17 +41,25 @@ BASELINE = 0.85
 def rollout(rng: np.random.Generator, p: float, theta: float, window: int, holds: int,
             alpha: float = 0.05) -> tuple[str, int, bool]:
     """(decision, stage index it was reached at, whether the fixed-sample test rolled back
-    at some look) for one simulated rollout."""
+    at some look) for one simulated rollout. The canary stops at its first roll back; the
+    fixed-sample test is looked at on every stage's data all the same."""
     looks: list[Look] = []
     naive_rollback = False
     z = NormalDist().inv_cdf(1 - alpha)
     done = 0
     seen = 0
+    stopped: tuple[str, int] | None = None
+    n_all = s_all = 0
     for k, share in enumerate(SHARES):
-        new = int(round(share * window))
+        new = round(share * window)
         for h in range(holds):
             part = new * (h + 1) // holds - new * h // holds
             outcomes = rng.random(part) < p
+            n_all, s_all = n_all + part, s_all + int(outcomes.sum())
+            if n_all and s_all / n_all + z * math.sqrt(theta * (1 - theta) / n_all) < theta:
+                naive_rollback = True
+            if stopped is not None:
+                continue
             now = StageTasks(tasks={("s", str(seen + i)): {f"t{seen + i}": bool(x)}
                                     for i, x in enumerate(outcomes)}, traces=part)
             seen += part
@@ -62,12 +70,11 @@ def rollout(rng: np.random.Generator, p: float, theta: float, window: int, holds
                               record["decision"], record["sample"]["tasks"],
                               record["sample"]["successes"],
                               {**record, "stage_tasks": now.to_json()}, datetime.now(UTC)))
-            n, s = record["sample"]["tasks"], record["sample"]["successes"]
-            if n and s / n + z * math.sqrt(theta * (1 - theta) / n) < theta:
-                naive_rollback = True
             if record["decision"] == "rollback":
-                return "rollback", k, True
+                stopped = ("rollback", k)
             done = k
+    if stopped is not None:
+        return stopped[0], stopped[1], naive_rollback
     return looks[-1].decision if looks else "hold", done, naive_rollback
 
 
@@ -111,7 +118,7 @@ def time_cli() -> None:
                 ("canary, 200 traces", ["canary", str(t / "tau.jsonl"), "--rollout", "r",
                                         "--stage", "100%", "--scenario", scenario,
                                         "--threshold", "0.8"]),
-                ("compare, 100 against 100 traces", ["compare", str(t / "tau.jsonl"),
+                ("compare, 200 against the same 200 traces", ["compare", str(t / "tau.jsonl"),
                                                      str(t / "tau.jsonl"), "--scenario",
                                                      scenario])):
             best = math.inf

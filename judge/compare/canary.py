@@ -60,6 +60,8 @@ AT_MOST = frozenset({"hard-failure-rate"})
 PROMOTE, HOLD, ROLLBACK = "promote", "hold", "rollback"
 EXIT = {PROMOTE: 0, HOLD: 0, ROLLBACK: 1}
 EVIDENCE_CAP = 1e15
+WORDS = {"pass-rate": "pass rate", "hard-failure-rate": "hard-failure rate",
+         "baseline-diff": "baseline-diff pass rate"}
 
 
 @dataclass(frozen=True)
@@ -233,8 +235,7 @@ def decide(config: CanaryConfig, looks: Sequence[Look], now: StageTasks) -> dict
     b = bounds(s, n, theta, config.alpha, m)
     rate = s / n if n else None
     reasons: list[str] = []
-    metric_words = {"pass-rate": "pass rate", "hard-failure-rate": "hard-failure rate",
-                    "baseline-diff": "baseline-diff pass rate"}[config.metric]
+    metric_words = WORDS[config.metric]
     limit = "at most" if config.metric in AT_MOST else "at least"
     value = _in_metric(config, rate)
     lo, hi = (_in_metric(config, b.upper), _in_metric(config, b.lower)) \
@@ -349,6 +350,7 @@ def take_look(store: Any, config: CanaryConfig, now: StageTasks) -> dict[str, An
                              f"(stage {done.stage}); nothing more is decided for it: start a "
                              "new --rollout", *record.get("reasons", [])]
         record["repeated"] = True
+        record["asked_stage"] = config.stage
         record["history"] = [_history_row(lk) for lk in looks]
         return record
     record = decide(config, looks, now)
@@ -382,6 +384,11 @@ def render_text(record: dict[str, Any]) -> str:
         lines = [f"rollout {v(record['rollout'])}: {record['looks']} look(s), last decision "
                  f"{record['decision'].upper()} ({record['metric']}, threshold "
                  f"{_p(record['threshold'])})"]
+    elif record.get("repeated"):
+        lines = [f"canary {v(record['rollout'])}, stage {v(record['asked_stage'])}: "
+                 f"{record['decision'].upper()} (since look {record['look']}, stage "
+                 f"{v(record['stage'])})"]
+        lines += [f"  {v(r)}" for r in record["reasons"]]
     else:
         share = f" ({record['share']:.0%} of traffic)" if record.get("share") else ""
         lines = [f"canary {v(record['rollout'])}, look {record['look']}, stage "
@@ -390,7 +397,8 @@ def render_text(record: dict[str, Any]) -> str:
         smp, bd = record["sample"], record["bounds"]
         st = record["stage_sample"]
         lines.append(f"  sample: {smp['tasks']} task(s) so far ({st['tasks']} at this stage, "
-                     f"{st['new_tasks']} new; {st['traces']} trace(s)); {record['metric']} "
+                     f"{st['new_tasks']} new; {st['traces']} trace(s)); "
+                     f"{WORDS[record['metric']]} "
                      f"{_p(smp['value'])}, {bd['level']:.0%} anytime bounds "
                      f"[{_p(bd['lower'])}, {_p(bd['upper'])}], {record['limit']} "
                      f"{_p(record['threshold'])}")
