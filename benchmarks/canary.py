@@ -32,6 +32,7 @@ from statistics import NormalDist
 import numpy as np
 
 from judge.compare.canary import CanaryConfig, StageTasks, decide
+from judge.stats.sequential import PRIOR_STRENGTH
 from judge.store.rollouts import Look
 
 SHARES = (0.05, 0.25, 1.0)
@@ -39,7 +40,7 @@ BASELINE = 0.85
 
 
 def rollout(rng: np.random.Generator, p: float, theta: float, window: int, holds: int,
-            alpha: float = 0.05) -> tuple[str, int, bool]:
+            alpha: float = 0.05, prior: float = PRIOR_STRENGTH) -> tuple[str, int, bool]:
     """(decision, stage index it was reached at, whether the fixed-sample test rolled back
     at some look) for one simulated rollout. The canary stops at its first roll back; the
     fixed-sample test is looked at on every stage's data all the same."""
@@ -64,7 +65,7 @@ def rollout(rng: np.random.Generator, p: float, theta: float, window: int, holds
                                     for i, x in enumerate(outcomes)}, traces=part)
             seen += part
             config = CanaryConfig("sim", f"{share:.0%}", share, "pass-rate", theta, alpha,
-                                  min_sample=20)
+                                  min_sample=20, prior_strength=prior)
             record = decide(config, looks, now)
             looks.append(Look("sim", len(looks) + 1, config.stage, share, "pass-rate", theta,
                               record["decision"], record["sample"]["tasks"],
@@ -78,10 +79,12 @@ def rollout(rng: np.random.Generator, p: float, theta: float, window: int, holds
     return looks[-1].decision if looks else "hold", done, naive_rollback
 
 
-def table(runs: int, seed: int, windows: tuple[int, ...], holds: int) -> None:
+def table(runs: int, seed: int, windows: tuple[int, ...], holds: int,
+          prior: float = PRIOR_STRENGTH) -> None:
     rng = np.random.default_rng(seed)
     print(f"{runs} rollouts per row; baseline pass rate {BASELINE:.0%}; stages "
-          f"{', '.join(f'{s:.0%}' for s in SHARES)}; {holds} look(s) per stage; alpha 0.05")
+          f"{', '.join(f'{s:.0%}' for s in SHARES)}; {holds} look(s) per stage; alpha 0.05; "
+          f"prior strength {prior:g}")
     print("| threshold | candidate | W (tasks at 100%) | rolled back by 5% | by 25% | by 100% "
           "| promoted at 100% | fixed-sample bound: rolled back at some look |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -92,7 +95,7 @@ def table(runs: int, seed: int, windows: tuple[int, ...], holds: int) -> None:
                 by = [0, 0, 0]
                 promoted = naive = 0
                 for _ in range(runs):
-                    decision, stage, naive_rb = rollout(rng, p, theta, w, holds)
+                    decision, stage, naive_rb = rollout(rng, p, theta, w, holds, prior=prior)
                     if decision == "rollback":
                         for i in range(stage, 3):
                             by[i] += 1
@@ -134,10 +137,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--holds", type=int, default=1)
+    ap.add_argument("--prior-strength", type=float, default=PRIOR_STRENGTH)
+    ap.add_argument("--windows", default="400,1000,2000", help="W values, comma-separated")
     ap.add_argument("--no-timing", action="store_true")
     args = ap.parse_args()
     start = time.perf_counter()
-    table(args.runs, args.seed, (400, 1000, 2000), args.holds)
+    table(args.runs, args.seed, tuple(int(w) for w in args.windows.split(",")), args.holds,
+          args.prior_strength)
     print(f"(simulation {time.perf_counter() - start:.0f} s)")
     if not args.no_timing:
         time_cli()
