@@ -177,3 +177,33 @@ def test_hard_failure_rate_on_the_airline_runs(tmp_path: Path) -> None:
     assert code == 1 and r["decision"] == "rollback" and r["vetoes"] == []
     assert r["sample"]["value"] > 0.4 and r["bounds"]["lower"] > 0.2  # most runs go wrong
     assert r["limit"] == "at most"
+
+
+def test_a_stored_run_as_the_stage(tmp_path: Path) -> None:
+    """`--run RUN_ID`: the stage is what a `judge run` checked (its summary's trials)."""
+    import yaml
+
+    refund = EXAMPLES / "scenarios" / "refund-once"
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"suites": {"nightly": {"rubrics": [], "scenarios": [
+        {"scenario": str(refund), "traces": [str(refund / "pass.json")]}]}}}))
+    db = f"sqlite:///{tmp_path / 'judge.db'}"
+    code, out, err = judge("run", suite, "--allow-outside", "--format", "json", "--db", db)
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    code, r, _ = canary(db, "--run", run_id, "--rollout", "from-run", "--stage", "5%",
+                        "--threshold", "0.8", "--min-sample", "1")
+    assert code == 0 and r["decision"] == "hold" and r["sample"] == {
+        "tasks": 1, "successes": 1, "value": 1.0}
+    code, _, err = canary(db, "--run", "run-nope", "--rollout", "x", "--stage", "5%",
+                          "--threshold", "0.8")
+    assert code == 2 and "no run 'run-nope'" in err
+
+
+def test_names_from_the_pipeline_stay_inert(clean: dict[str, Any], tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'judge.db'}"
+    code, r, _ = canary(db, clean["stages"]["5%"], "--rollout", "v\x1b[2J\u202e", "--stage",
+                        "s\x1b]52;c;aGk=\x07", "--scenario", AIRLINE, "--threshold", "0.8",
+                        fmt="text")
+    assert code == 0 and "\x1b" not in r["text"] and "\u202e" not in r["text"]
+    assert "\\x1b[2J" in r["text"]
