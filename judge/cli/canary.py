@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,6 +23,10 @@ from judge.cli.common import cli_errors, die, warn
 from judge.cli.console import echo
 from judge.cli.database import DB_HELP
 from judge.cli.numbers import float_option
+
+if TYPE_CHECKING:
+    from judge.compare.canary import CanaryConfig
+    from judge.store import Store
 
 
 class CanaryFormat(StrEnum):
@@ -100,18 +105,18 @@ def canary(
     raise typer.Exit(cn.EXIT.get(str(record.get("decision")), 0) if not show else 0)
 
 
-def _look(store: object, config: object, traces: list[str], run: str | None,
+def _look(store: Store, config: CanaryConfig, traces: list[str], run: str | None,
           scenario: list[Path], suite: Path | None, suite_name: str | None,
-          baseline: str | None, count_lookups: bool) -> dict[str, object]:
+          baseline: str | None, count_lookups: bool) -> dict[str, Any]:
+    """Load the stage's traces (and the baseline's), score them under the metric, decide
+    and store the look."""
     from judge.cli.compare import _is_traces
     from judge.compare import canary as cn
     from judge.compare.scenarios import load_scenarios
     from judge.compare.sides import side_from_run, side_from_traces
     from judge.diff import ReadOnlyPolicy
     from judge.errors import InputError, InputErrors
-    from judge.store import Store
 
-    assert isinstance(store, Store) and isinstance(config, cn.CanaryConfig)
     scenarios = load_scenarios(scenario, suite, suite_name)
     if run is not None:
         if store.get_run(run) is None:

@@ -75,6 +75,9 @@ def compare(
     output: Path | None = typer.Option(None, "-o", "--output",
                                        help="write the report here (- for stdout)"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    progress: bool | None = typer.Option(
+        None, "--progress/--no-progress", help="--model: a progress bar while grading "
+        "(default: on a terminal)"),
 ) -> None:
     """Compare two agent versions task by task: fixed, broken, new signatures, pass-rate change."""
     from judge.compare.pairing import CompareOptions, compare_sides
@@ -94,7 +97,7 @@ def compare(
                 for e in s.errors:
                     warn(f"error: {e.message}")
             if model is not None:
-                _grade(sides, scenarios, stores.open(), settings, model)
+                _grade(sides, scenarios, stores.open(), settings, model, progress)
         opts = CompareOptions(policies=_policies(scenarios, sides), count_lookups=count_lookups,
                               n_boot=n_boot, seed=seed,
                               fail_on=tuple(f.value for f in fail_on))
@@ -181,15 +184,24 @@ def _side(label: str, arg: str, scenarios: ScenarioSet, stores: _Stores) -> Side
 
 
 def _grade(sides: list[Side], scenarios: ScenarioSet, store: Store, settings: Settings,
-           model: str) -> None:
+           model: str, progress: bool | None) -> None:
+    from judge.cli.progress import Bar, progress_bar
     from judge.compare.judging import grade_side
+    from judge.pipeline import Hooks
 
+    spec = settings.model or model
     for s in sides:
         if s.kind == "run":
             warn(f"{s.label} is stored run {s.run_id}: its own verdicts count (--model grades "
                  "trace files only)")
             continue
-        grade_side(s, scenarios, store, settings, settings.model or model)
+        with progress_bar(f"grading the {s.label} with {spec}", progress) as bar:
+            def ticks(n: int, bar: Bar = bar) -> None:
+                for _ in range(n):
+                    bar.tick()
+
+            grade_side(s, scenarios, store, settings, spec,
+                       Hooks(on_all_checked=bar.total, on_verdicts=ticks))
 
 
 def _policies(scenarios: ScenarioSet, sides: list[Side]) -> dict[str, Any]:

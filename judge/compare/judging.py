@@ -19,6 +19,7 @@ from judge.compare.sides import Side
 from judge.formats import parse_item_id
 
 if TYPE_CHECKING:
+    from judge.pipeline import Hooks
     from judge.settings import Settings
     from judge.store import Store
 
@@ -31,9 +32,9 @@ def _trace_of(item_id: str) -> str:
 
 
 def grade_side(side: Side, scenarios: ScenarioSet, store: Store, settings: Settings,
-               spec: str) -> None:
+               spec: str, hooks: Hooks | None = None) -> None:
     """Grade `side`'s traces with `spec` (a model or jury), as a run stored in `store`, and
-    fold the verdicts into its trials (in place)."""
+    fold the verdicts into its trials (in place). `hooks`: the pipeline's progress hooks."""
     from judge.grading.jury import build_judges, check_jury_rubrics
     from judge.pipeline import GradeOptions, Source, grade_run
     from judge.prompts import load_prompt
@@ -56,7 +57,7 @@ def grade_side(side: Side, scenarios: ScenarioSet, store: Store, settings: Setti
         config["jury"] = jury.spec.to_config()
     result = grade_run(sources, store=store, config=config, prompts=prompts,
                        provider=provider, settings=settings, errors=[], jury=jury,
-                       options=GradeOptions(keep_verdicts=True))
+                       options=GradeOptions(keep_verdicts=True), hooks=hooks)
     standing: Counter[str] = Counter()
     fails: Counter[str] = Counter()
     pending: Counter[str] = Counter()
