@@ -66,6 +66,14 @@ def render_text(r: dict[str, Any], *, limit: int = SHOWN_TASKS) -> str:
     lines = [v(_side("baseline", r["baseline"])), v(_side("candidate", r["candidate"])),
              f"paired {r['paired_tasks']} task(s) ({v(', '.join(r['scenarios']) or '-')}): "
              + ", ".join(f"{LABELS[k]} {c[k]}" for k in LABELS)]
+    for name in ("baseline", "candidate"):
+        j = r[name].get("judge")
+        if j:
+            lines.append(f"judge {v(j['model'])} on the {name}: {j['verdicts']} verdict(s), "
+                         f"{j['fail']} fail ({j['standing_fails']} standing), "
+                         f"{j['to_review']} to review, {j['unscored']} unscored; stored as "
+                         f"run {v(j['run_id'])} ({j['provider_calls']} provider call(s), "
+                         f"{j['cache_hits']} from cache)")
     if r["baseline_only"] or r["candidate_only"]:
         lines.append(f"not paired: {len(r['baseline_only'])} task(s) only in the baseline, "
                      f"{len(r['candidate_only'])} only in the candidate")
