@@ -234,8 +234,8 @@ def validate_scenario(loaded: LoadedScenario,
     if sc.leakage is not None:
         key(("leakage", "key"), sc.leakage.key)
         own = set(sc.leakage.user.ids)
-        for i, t in enumerate(sc.leakage.other_tenants):
-            for j, f in enumerate(t.facts):
+        for i, tenant in enumerate(sc.leakage.other_tenants):
+            for j, f in enumerate(tenant.facts):
                 if f.value is not None and f.value in own:
                     p.add(("leakage", "other_tenants", i, "facts", j, "value"),
                           f"{f.value!r} is one of leakage.user.ids: a fact cannot be both "
