@@ -235,10 +235,10 @@ def validate_scenario(loaded: LoadedScenario,
         key(("leakage", "key"), sc.leakage.key)
         own = set(sc.leakage.user.ids)
         for i, tenant in enumerate(sc.leakage.other_tenants):
-            for j, f in enumerate(tenant.facts):
-                if f.value is not None and f.value in own:
+            for j, fact in enumerate(tenant.facts):
+                if fact.value is not None and fact.value in own:
                     p.add(("leakage", "other_tenants", i, "facts", j, "value"),
-                          f"{f.value!r} is one of leakage.user.ids: a fact cannot be both "
+                          f"{fact.value!r} is one of leakage.user.ids: a fact cannot be both "
                           "the user's and another owner's")
     for i, use in enumerate(sc.judge):
         if use.rubric not in known:
