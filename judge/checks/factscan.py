@@ -15,7 +15,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from judge.checks.textforms import Day, Phrase, date_of, dates_in, fold, number_of, numbers_in
+from judge.checks.textforms import (
+    Day,
+    Phrase,
+    date_of,
+    dates_in,
+    fold,
+    number_of,
+    number_tokens,
+)
 from judge.diff.normalise import canonical, normalise
 from judge.ledger.leakage import compile_pattern
 from judge.trace.model import EventData, EventKind
@@ -86,7 +94,7 @@ class FactSet:
         text = text[:MAX_TEXT]
         folded = fold(text)
         days = dates_in(text) if self._dates else set()
-        nums = ({canonical(normalise(n)) for n in numbers_in(text)} if self._numbers
+        nums = ({canonical(normalise(n)) for n in number_tokens(text)} if self._numbers
                 else set())
         out: list[Match] = []
         for i, c in enumerate(self._compiled):

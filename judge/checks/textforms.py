@@ -42,6 +42,16 @@ def numbers_in(text: str) -> Iterator[str]:
         yield m.group(0).rstrip(",.")
 
 
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,])[$€£]?[+-]?\d[\d,]*(?:\.\d+)?(?!\w|[.,]\d)")
+
+
+def number_tokens(text: str) -> Iterator[str]:
+    """The numbers of `text` that stand as tokens of their own: `numbers_in` without those
+    glued to a letter or a digit (`a9999`, `4200x`)."""
+    for m in _NUMBER_TOKEN.finditer(text):
+        yield m.group(0).rstrip(",.")
+
+
 def number_of(value: Any) -> int | float | None:
     """`value` as a number (`4200`, `"4,200"`, `"$42.00"`), or None when it is not one."""
     norm = normalise(value)
