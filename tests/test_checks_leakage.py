@@ -369,11 +369,14 @@ def decoys(draw: st.DrawFn, fact: dict[str, Any], form: str) -> str:
     if "pattern" in fact:
         return draw(st.sampled_from([form.replace("-", ""), form + "7", "x" + form]))
     v = str(fact["value"])
-    if "-" in v and v[:4].count("-") == 1 and len(v) == 10 and v[4] == "-":  # a date
+    try:
         d = date.fromisoformat(v)
+    except ValueError:
+        pass
+    else:  # another day
         other = d.replace(day=d.day + 1 if d.day < 28 else 1)
         return other.isoformat() if draw(st.booleans()) else other.strftime("%B %d, %Y")
-    joined = [v + "7", "a" + v, v.replace(v[-1], "0")]
+    joined = [v + "7", "a" + v, v[:-1] + ("1" if v[-1] == "0" else "0")]
     if v[-1].isdigit():
         joined.append(v + ".5")  # another decimal number (a name followed by ".5" is itself)
     return draw(st.sampled_from(joined))

@@ -10,7 +10,7 @@ tool call's arguments, a state write's key and value; `FactSet.find` what each h
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -60,50 +60,96 @@ class Match:
 
 
 class _Compiled:
-    __slots__ = ("day", "number", "pattern", "phrases")
+    __slots__ = ("day", "keys", "number", "pattern", "phrases")
 
     def __init__(self, fact: Fact) -> None:
         self.pattern = compile_pattern(fact.pattern) if fact.pattern is not None else None
-        self.phrases: list[Phrase] = []
+        self.phrases: list[str] = []  # folded
         self.number: str | None = None  # the value's canonical number, when it is one
         self.day: set[Day] = set()
+        #: what any appearance of the value holds in the folded text (the prefilter looks
+        #: for these, as regexes): its phrases, its number's digits, its days' years (four
+        #: digits, or two after a date separator)
+        self.keys: set[str] = set()
         if fact.value is not None:
-            self.phrases = [p for p in (Phrase(str(x)) for x in (fact.value, *fact.aliases))
-                            if p.folded]
+            self.phrases = [p for p in (fold(str(x)) for x in (fact.value, *fact.aliases)) if p]
+            self.keys.update(re.escape(p) for p in self.phrases)
             n = number_of(fact.value)
-            self.number = canonical(n) if n is not None else None
+            if n is not None:
+                self.number = canonical(n)
+                self.keys.add(re.escape(str(abs(n)) if isinstance(n, int) else repr(abs(n))))
             self.day = date_of(fact.value)
+            for y, _m, _d in self.day:
+                self.keys.update((str(y), rf"[-/.]{y % 100:02d}(?!\d)"))
+
+
+def _alternation(parts: list[str]) -> Any:
+    """One RE2 program matching any of `parts` (each an RE2 pattern), case-insensitive."""
+    return compile_pattern("|".join(f"(?:{p})" for p in parts))
+
+
+_ANCHORS = ("^", "$", "\\A", "\\z", "\\Z")
 
 
 class FactSet:
-    """Facts compiled for scanning (see the module docstring)."""
+    """Facts compiled for scanning (see the module docstring).
+
+    Most text holds no listed fact, so each scan first asks one regex whether the folded text
+    holds any fact's key (a phrase, a number's digits, a date's year) and one RE2 program
+    whether any pattern matches; only a text that passes is matched fact by fact."""
 
     def __init__(self, facts: list[Fact]) -> None:
         self.facts = facts
         self._compiled = [_Compiled(f) for f in facts]
         self._numbers = any(c.number is not None for c in self._compiled)
         self._dates = any(c.day for c in self._compiled)
+        keys = sorted({k for c in self._compiled for k in c.keys})
+        # Python's re, not RE2: these are escaped literals and one digit class, which cannot
+        # backtrack beyond one key at a position, and re calls cost a third of RE2's
+        self._keys = re.compile("|".join(keys)) if keys else None
+        patterns = [f.pattern for f in facts if f.pattern is not None]
+        self._patterns = _alternation(patterns) if patterns else None
+        # a pattern anchored to the start or end of a value is tried value by value
+        self._joinable = not any(a in p for p in patterns for a in _ANCHORS)
 
     def __len__(self) -> int:
         return len(self.facts)
 
-    def find(self, text: str, field: str = "") -> list[Match]:
-        """Every fact `text` holds (each once), in fact order."""
+    def _values_may(self, folded: str) -> bool:
+        return self._keys is not None and self._keys.search(folded) is not None
+
+    def _patterns_may(self, text: str) -> bool:
+        return self._patterns is not None and self._patterns.search(text) is not None
+
+    def find(self, text: str, field: str = "", *, values: bool | None = None,
+             patterns: bool | None = None) -> list[Match]:
+        """Every fact `text` holds (each once), in fact order. `values`/`patterns`: what a
+        prefilter already said (False: none can be there; None: ask)."""
         if not text or not self.facts:
             return []
         text = text[:MAX_TEXT]
         folded = fold(text)
-        days = dates_in(text) if self._dates else set()
-        nums = ({canonical(normalise(n)) for n in number_tokens(text)} if self._numbers
-                else set())
+        if values is None:
+            values = self._values_may(folded)
+        if patterns is None:
+            patterns = self._patterns_may(text)
+        if not values and not patterns:
+            return []
+        days = dates_in(text) if values and self._dates else set()
+        nums = ({canonical(normalise(n)) for n in number_tokens(text)}
+                if values and self._numbers else set())
         out: list[Match] = []
         for i, c in enumerate(self._compiled):
             if c.pattern is not None:
-                m = c.pattern.search(text)
-                if m is not None:
-                    out.append(Match(i, fold(m.group(0))[:MAX_QUOTE], field))
+                if patterns:
+                    m = c.pattern.search(text)
+                    if m is not None:
+                        out.append(Match(i, fold(m.group(0))[:MAX_QUOTE], field))
                 continue
-            hit = next((p.folded for p in c.phrases if p.find(folded) >= 0), None)
+            if not values:
+                continue
+            hit = next((p for p in c.phrases if p in folded and Phrase.of(p).find(folded) >= 0),
+                       None)
             if hit is None and c.number is not None and c.number in nums:
                 hit = fold(str(self.facts[i].value))
             if hit is None and c.day and c.day & days:
@@ -117,8 +163,27 @@ class FactSet:
         if isinstance(value, str):
             return self.find(value, field)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return self.find(json.dumps(value), field)
+            return self.find(_number_text(value), field)
         return []
+
+    def scan(self, places: list[tuple[str, str, Any]]) -> list[tuple[str, Match]]:
+        """(surface, match) of every fact each (surface, field, scalar) holds, the places
+        asked together first: one prefilter for all of an event's values."""
+        texts = [v if isinstance(v, str) else _number_text(v) for _s, _f, v in places]
+        if not texts or not self.facts:
+            return []
+        values = self._values_may(fold("\x00".join(t[:MAX_TEXT] for t in texts)))
+        patterns: bool | None = False
+        if self._patterns is not None:
+            patterns = self._patterns_may("\n".join(texts)) if self._joinable else None
+        if not values and patterns is False:
+            return []
+        return [(surface, m) for (surface, fld, _v), text in zip(places, texts, strict=True)
+                for m in self.find(text, fld, values=values, patterns=patterns)]
+
+
+def _number_text(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else repr(value)
 
 
 def scalars(obj: Any, prefix: str, limit: int = MAX_SCALARS) -> Iterator[tuple[str, Any]]:

@@ -123,18 +123,17 @@ class SessionCarryover(Check):
             return
         if kind is EventKind.TOOL_RESULT:
             if ev.get("error") is None:
-                found = [m for path, v in scalars(ev.get("result"), "result")
-                         for m in facts.find_value(v, path)]
+                found = [m for _s, m in facts.scan(
+                    [("result", path, v) for path, v in scalars(ev.get("result"), "result")])]
                 self._allow(session, facts, found)
             return
         memory = kind is EventKind.TOOL_CALL and bool(self._memory_tools) and any_glob(
             ev.get("tool") or "", self._memory_tools)
         exempt = self._exempt.get(session, set())
         seen: dict[int, tuple[str, str]] = {}
-        for surface, fld, value in surfaces(ev, memory):
-            for m in facts.find_value(value, fld):
-                if m.fact not in seen and facts.facts[m.fact].ref not in exempt:
-                    seen[m.fact] = (surface, fld)
+        for surface, m in facts.scan(list(surfaces(ev, memory))):
+            if m.fact not in seen and facts.facts[m.fact].ref not in exempt:
+                seen[m.fact] = (surface, m.field)
         snap = ctx.ledger_at()
         for i, (surface, fld) in seen.items():
             fact = facts.facts[i]

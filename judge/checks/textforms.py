@@ -157,6 +157,13 @@ class Phrase:
     def __init__(self, phrase: str) -> None:
         self.folded = fold(phrase)
 
+    @staticmethod
+    def of(folded: str) -> Phrase:
+        """The phrase of an already folded text."""
+        p = Phrase("")
+        p.folded = folded
+        return p
+
     def find(self, folded_text: str) -> int:
         """Where the phrase starts in already folded text (-1: absent)."""
         p = self.folded
