@@ -10,10 +10,11 @@ tool call's arguments, a state write's key and value; `FactSet.find` what each h
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import ahocorasick
 
 from judge.checks.textforms import (
     Day,
@@ -68,19 +69,20 @@ class _Compiled:
         self.number: str | None = None  # the value's canonical number, when it is one
         self.day: set[Day] = set()
         #: what any appearance of the value holds in the folded text (the prefilter looks
-        #: for these, as regexes): its phrases, its number's digits, its days' years (four
-        #: digits, or two after a date separator)
+        #: for these): its phrases, its number's digits, its days' years (four digits, or
+        #: two after a date separator)
         self.keys: set[str] = set()
         if fact.value is not None:
             self.phrases = [p for p in (fold(str(x)) for x in (fact.value, *fact.aliases)) if p]
-            self.keys.update(re.escape(p) for p in self.phrases)
+            self.keys.update(self.phrases)
             n = number_of(fact.value)
             if n is not None:
                 self.number = canonical(n)
-                self.keys.add(re.escape(str(abs(n)) if isinstance(n, int) else repr(abs(n))))
+                self.keys.add(str(abs(n)) if isinstance(n, int) else repr(abs(n)))
             self.day = date_of(fact.value)
             for y, _m, _d in self.day:
-                self.keys.update((str(y), rf"[-/.]{y % 100:02d}(?!\d)"))
+                self.keys.add(str(y))
+                self.keys.update(f"{sep}{y % 100:02d}" for sep in "-/.")
 
 
 def _alternation(parts: list[str]) -> Any:
@@ -94,19 +96,28 @@ _ANCHORS = ("^", "$", "\\A", "\\z", "\\Z")
 class FactSet:
     """Facts compiled for scanning (see the module docstring).
 
-    Most text holds no listed fact, so each scan first asks one regex whether the folded text
-    holds any fact's key (a phrase, a number's digits, a date's year) and one RE2 program
-    whether any pattern matches; only a text that passes is matched fact by fact."""
+    Most text holds no listed fact, so each scan first asks one Aho-Corasick automaton which
+    facts' keys (a phrase, a number's digits, a date's year) the folded text holds, and one
+    RE2 program whether any pattern matches; only those facts are then matched."""
 
     def __init__(self, facts: list[Fact]) -> None:
         self.facts = facts
         self._compiled = [_Compiled(f) for f in facts]
         self._numbers = any(c.number is not None for c in self._compiled)
         self._dates = any(c.day for c in self._compiled)
-        keys = sorted({k for c in self._compiled for k in c.keys})
-        # Python's re, not RE2: these are escaped literals and one digit class, which cannot
-        # backtrack beyond one key at a position, and re calls cost a third of RE2's
-        self._keys = re.compile("|".join(keys)) if keys else None
+        # every key in one Aho-Corasick automaton (pyahocorasick): one pass over a text finds
+        # which facts may be in it, in C, whatever the number of facts
+        owners: dict[str, list[int]] = {}
+        for i, c in enumerate(self._compiled):
+            for k in c.keys:
+                owners.setdefault(k, []).append(i)
+        self._keys: Any = None
+        if owners:
+            self._keys = ahocorasick.Automaton()
+            for k, idx in owners.items():
+                self._keys.add_word(k, tuple(idx))
+            self._keys.make_automaton()
+        self._pattern_facts = [i for i, c in enumerate(self._compiled) if c.pattern is not None]
         patterns = [f.pattern for f in facts if f.pattern is not None]
         self._patterns = _alternation(patterns) if patterns else None
         # a pattern anchored to the start or end of a value is tried value by value
@@ -116,7 +127,15 @@ class FactSet:
         return len(self.facts)
 
     def _values_may(self, folded: str) -> bool:
-        return self._keys is not None and self._keys.search(folded) is not None
+        return self._keys is not None and next(self._keys.iter(folded), None) is not None
+
+    def _candidates(self, folded: str) -> set[int]:
+        """The value facts one of whose keys the folded text holds."""
+        found: set[int] = set()
+        if self._keys is not None:
+            for _end, idx in self._keys.iter(folded):
+                found.update(idx)
+        return found
 
     def _patterns_may(self, text: str) -> bool:
         return self._patterns is not None and self._patterns.search(text) is not None
@@ -129,24 +148,21 @@ class FactSet:
             return []
         text = text[:MAX_TEXT]
         folded = fold(text)
-        if values is None:
-            values = self._values_may(folded)
+        candidates = self._candidates(folded) if values is not False else set()
         if patterns is None:
             patterns = self._patterns_may(text)
-        if not values and not patterns:
+        if not candidates and not patterns:
             return []
-        days = dates_in(text) if values and self._dates else set()
+        days = dates_in(text) if candidates and self._dates else set()
         nums = ({canonical(normalise(n)) for n in number_tokens(text)}
-                if values and self._numbers else set())
+                if candidates and self._numbers else set())
         out: list[Match] = []
-        for i, c in enumerate(self._compiled):
+        for i in sorted(candidates.union(self._pattern_facts) if patterns else candidates):
+            c = self._compiled[i]
             if c.pattern is not None:
-                if patterns:
-                    m = c.pattern.search(text)
-                    if m is not None:
-                        out.append(Match(i, fold(m.group(0))[:MAX_QUOTE], field))
-                continue
-            if not values:
+                m = c.pattern.search(text)
+                if m is not None:
+                    out.append(Match(i, fold(m.group(0))[:MAX_QUOTE], field))
                 continue
             hit = next((p for p in c.phrases if p in folded and Phrase.of(p).find(folded) >= 0),
                        None)
