@@ -333,3 +333,19 @@ def test_a_trace_whose_sessions_do_not_fit_the_plan_is_bad_input(tmp_path: Path)
     f.write_text(json.dumps(doc))
     r = CliRunner().invoke(app, ["check", str(EXAMPLE), str(f)])
     assert r.exit_code == 2 and "no session of the scenario" in r.stderr
+
+
+def test_a_misfit_trace_is_one_error_and_the_next_trace_is_still_checked(tmp_path: Path) -> None:
+    good = json.loads((EXAMPLE / "pass.json").read_text())
+    bad = json.loads(json.dumps(good))
+    bad["trace_id"], bad["events"][3]["session"] = "bad", "thursday"
+    streamed = tmp_path / "two.jsonl"  # header lines and event lines, two traces
+    with streamed.open("w") as fh:
+        for t in (bad, good):
+            fh.write(json.dumps({k: v for k, v in t.items() if k != "events"}) + "\n")
+            fh.writelines(json.dumps(e) + "\n" for e in t["events"])
+    r = CliRunner().invoke(app, ["check", str(EXAMPLE), str(streamed), "--format", "json"])
+    assert r.exit_code == 2
+    assert [x["trace_id"] for x in json.loads(r.stdout)["reports"]] == ["tenant-sessions/pass"]
+    (line,) = r.stderr.strip().splitlines()
+    assert f"{streamed}:1: field 'session': trace 'bad'" in line
