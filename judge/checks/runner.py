@@ -20,11 +20,13 @@ from judge.checks.completion import (
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
 from judge.checks.end_state import UNCHECKED, EndStateCheck
+from judge.checks.leakage import StateLeakage
 from judge.checks.memory import MemoryWrites
 from judge.checks.outcome import OutcomeCheck
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
 from judge.checks.replies import ReplySupport
 from judge.checks.report import CheckReport, Finding
+from judge.checks.sessions import SessionCarryover
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
@@ -39,7 +41,7 @@ _data = cast(Callable[[Event], EventData], vars)
 CHECKS: tuple[type[Check], ...] = (
     ForbiddenCalls, Scope, StaleValues, LookupBeforeMutate, ConfirmationBeforeWrite,
     CompletionCheck, PostCompletionMutation, SuccessClaims, Budgets, Checkpoints, SummaryAudit,
-    MemoryWrites, ReplySupport, OutcomeCheck, EndStateCheck,
+    MemoryWrites, StateLeakage, SessionCarryover, ReplySupport, OutcomeCheck, EndStateCheck,
 )
 #: every name a finding's `check` can take (what `rules.severity` may override)
 CHECK_NAMES: frozenset[str] = frozenset(
@@ -113,6 +115,7 @@ class Checker:
                                  line=line)
         ctx = CheckContext(self.loaded, self.shared)
         ctx.forced_by = forced_by(header)
+        ctx.trace_id, ctx.file, ctx.line = header.trace_id, file, line
         checks = [cls(ctx) for cls in self._classes]
         for c in checks:
             if isinstance(c, OutcomeCheck):
