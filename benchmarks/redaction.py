@@ -183,7 +183,7 @@ def bench_redaction(items: list[Item], repeat: int) -> float:
 def bench_breakdown(items: list[Item], repeat: int) -> None:
     """Each detector alone over every item's four data blocks (as render hands them over)."""
     from judge.redaction import gitleaks, identity, numbers, pii, secrets
-    from judge.redaction.normalize import view
+    from judge.textview import view
 
     try:  # issue 21's detectors (absent from a baseline older than them)
         from judge.redaction import phrases, spelled

@@ -42,8 +42,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "diff": _PRE_JUDGE | {"checks", "importers"},  # traces against a baseline: no judge
     "items": _PRE_JUDGE - {"items"},
     "request": _EVERYTHING,
-    "redaction": _EVERYTHING - {"request"},  # the adapter takes the settings' Redaction type
+    # the adapter takes the settings' Redaction type; names are matched on textview's view
+    "redaction": _EVERYTHING - {"request", "textview"},
     "safe_text": _EVERYTHING,
+    "textview": _EVERYTHING - {"safe_text"},  # text as a reader sees it: redaction, checks
     "lifeline": _EVERYTHING,  # a forked child's tie to its parent: below everything
     "outputs": _EVERYTHING,
     "prompts": {"providers", "store", "grading", "suite", "pipeline", "calibration", "review",

@@ -23,7 +23,7 @@ import pytest
 
 from judge.redaction import ItemRedactor, RedactionConfig
 from judge.redaction.marks import CARD_MARK, IDENTITY_MARK, SECRET_MARK, SSN_MARK
-from judge.redaction.normalize import view
+from judge.textview import view
 
 CORPUS = Path(__file__).parent / "data" / "redaction_corpus.jsonl"
 ENTRIES: list[dict[str, Any]] = [json.loads(line) for line in

@@ -34,7 +34,7 @@ from test_redaction_properties import (
 from judge.redaction import ItemRedactor
 from judge.redaction.identity import LEET, LEET_NAMES
 from judge.redaction.lexicon import KEYWORD_KIND, STATE_WORDS
-from judge.redaction.normalize import view
+from judge.textview import view
 
 #: the separators of test_redaction_properties, less the accented letters: glued to a
 #: keyword of its own script, a letter makes the keyword part of a longer word (`éşifre`);

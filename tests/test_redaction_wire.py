@@ -32,9 +32,9 @@ from judge.prompts import load_prompt
 from judge.prompts.render import indent_lines
 from judge.providers.base import ModelParams
 from judge.providers.registry import make_provider
-from judge.redaction.normalize import view
 from judge.settings import Settings
 from judge.testing.fakeserver import FakeProviderServer
+from judge.textview import view
 from judge.trace import Trace
 
 CORPUS = Path(__file__).parent / "data" / "redaction_corpus.jsonl"

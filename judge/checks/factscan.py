@@ -5,7 +5,9 @@ A `FactSet` is compiled once (per scenario, or per ledger snapshot) from facts t
 have an owner: a value with its aliases — found as a whole phrase, a number by value or a
 date in any form (judge.checks.textforms) — or an RE2 pattern. `surfaces(ev)` gives the
 places an event exposes: a reply's or a summary's text, every scalar (and mapping key) of a
-tool call's arguments, a state write's key and value; `FactSet.find` what each holds.
+tool call's arguments, a state write's key and value; `FactSet.find` what each holds, read
+as a reader sees it (`judge.textview.plain`: no escape sequence, invisible character,
+full-width form or look-alike letter hides a fact).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from judge.checks.textforms import (
 )
 from judge.diff.normalise import canonical, normalise
 from judge.ledger.leakage import compile_pattern
+from judge.textview import plain
 from judge.trace.model import EventData, EventKind
 
 #: scalars of one value looked at (arguments, a stored value, a tool result)
@@ -73,7 +76,8 @@ class _Compiled:
         #: two after a date separator)
         self.keys: set[str] = set()
         if fact.value is not None:
-            self.phrases = [p for p in (fold(str(x)) for x in (fact.value, *fact.aliases)) if p]
+            self.phrases = [p for p in (fold(plain(str(x))) for x in (fact.value, *fact.aliases))
+                            if p]
             self.keys.update(self.phrases)
             n = number_of(fact.value)
             if n is not None:
@@ -146,7 +150,9 @@ class FactSet:
         prefilter already said (False: none can be there; None: ask)."""
         if not text or not self.facts:
             return []
-        text = text[:MAX_TEXT]
+        # looked for as a reader sees it (escape sequences, invisible characters, full-width
+        # forms and look-alike letters do not hide a fact)
+        text = plain(text[:MAX_TEXT])
         folded = fold(text)
         candidates = self._candidates(folded) if values is not False else set()
         if patterns is None:
@@ -188,10 +194,11 @@ class FactSet:
         texts = [v if isinstance(v, str) else _number_text(v) for _s, _f, v in places]
         if not texts or not self.facts:
             return []
-        values = self._values_may(fold("\x00".join(t[:MAX_TEXT] for t in texts)))
+        seen = [plain(t[:MAX_TEXT]) for t in texts]  # as a reader sees them, as find does
+        values = self._values_may(fold("\x00".join(seen)))
         patterns: bool | None = False
         if self._patterns is not None:
-            patterns = self._patterns_may("\n".join(texts)) if self._joinable else None
+            patterns = self._patterns_may("\n".join(seen)) if self._joinable else None
         if not values and patterns is False:
             return []
         return [(surface, m) for (surface, fld, _v), text in zip(places, texts, strict=True)

@@ -47,12 +47,12 @@ from judge.redaction.marks import (
     PHONE_MARK,
     SECRET_MARK,
 )
-from judge.redaction.normalize import view
 from judge.redaction.numbers import find_cards, find_ssns
 from judge.redaction.phrases import find_phrases
 from judge.redaction.pii import find_emails, find_phones
 from judge.redaction.secrets import find_secrets, is_placeholder
 from judge.redaction.spans import Span, at_word_edges, is_word_char, resolve, whole_token
+from judge.textview import view
 
 _DEFAULT = RedactionConfig()
 #: texts up to this size have their detections cached (an item's goal and ledger blocks

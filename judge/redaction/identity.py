@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from judge.redaction.normalize import COMBINING, View, view
 from judge.redaction.rx import compile_re2
 from judge.redaction.spans import Span, at_word_edges, escape_ends_at, is_word_char, word_before
 from judge.redaction.spelled import ELEMENTS, spelled_names
 from judge.redaction.words import is_common_word
+from judge.textview import COMBINING, View, view
 
 MIN_CANDIDATE_CHARS = 4
 

@@ -1,4 +1,4 @@
-"""A normalised view of a text for matching names, mapped back to the original.
+"""A normalised view of a text for matching names and facts, mapped back to the original.
 
 Identity is matched on a view where compatibility forms are folded (NFKC: full-width
 `ＧＰＴ`, ligatures, circled and mathematical letters), zero-width and soft-hyphen
@@ -7,6 +7,11 @@ a few Cyrillic/Greek letters and small capitals that look Latin are folded to La
 accented Latin letters to their base letter (`Cläude` is `claude`).
 A span found in the view is replaced in the original text (`View.original`), so the output
 keeps every character the redaction did not replace. ASCII text is its own view at no cost.
+
+`plain` is the view's text after terminal escape sequences and every control or format
+character are dropped: what a reader sees, for checks that look for a fact a trace must not
+show (`ORD-88412` written `88\u200b412`, `\x1b[31m88412`, full-width `８８４１２` or with a
+Cyrillic `е` in a name is still that fact).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import re
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
+
+from judge.safe_text import HIDDEN
 
 #: combining marks that NFKC leaves alone (`c̶l̶a̶u̶d̶e̶`: a strike-through on each letter)
 COMBINING = frozenset(chr(c) for lo, hi in ((0x0300, 0x036F), (0x1AB0, 0x1AFF),
@@ -141,3 +148,23 @@ def _slow_view(text: str) -> View:
     chars.append(text[pos:])
     pieces.append((vpos, pos, len(text) - pos, True))
     return _view_of(chars, pieces)
+
+
+#: ESC sequences a terminal acts on: CSI (colours, cursor), OSC (titles, clipboard; ended by
+#: BEL or ST, or by the end of the text), and the two-character ones
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -~]?)")
+_BREAKS = re.compile("[\t\n\r\x0b\x0c\x85\u2028\u2029]")
+
+
+def plain(text: str) -> str:
+    """`text` as a reader sees it, in the view's folded form: escape sequences dropped, line
+    breaks and tabs as spaces, every other control or format character dropped, then
+    `view`'s folding (NFKC, zero-width characters, dashes, look-alikes, accents)."""
+    if text.isascii() and text.isprintable():
+        return text
+    if "\x1b" in text:
+        text = _ESCAPES.sub("", text)
+    text = unicodedata.normalize("NFKC", HIDDEN.sub("", _BREAKS.sub(" ", text)))
+    # `view`'s folding without its map back to the original (nothing here needs positions):
+    # whole-text passes instead of one character at a time
+    return _ONE_TO_ONE_RE.sub(lambda m: _ONE_TO_ONE[m.group()], _ZW_RUN.sub("", text))
