@@ -153,18 +153,26 @@ def _slow_view(text: str) -> View:
 #: ESC sequences a terminal acts on: CSI (colours, cursor), OSC (titles, clipboard; ended by
 #: BEL or ST, or by the end of the text), and the two-character ones
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -~]?)")
-_BREAKS = re.compile("[\t\n\r\x0b\x0c\x85\u2028\u2029]")
+_WHITESPACE = "\t\n\r\x0b\x0c"
+#: control and format characters other than whitespace
+_DROP = re.compile(f"(?![{_WHITESPACE}]){HIDDEN.pattern}")
+_ASCII_DROP = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 
 def plain(text: str) -> str:
-    """`text` as a reader sees it, in the view's folded form: escape sequences dropped, line
-    breaks and tabs as spaces, every other control or format character dropped, then
-    `view`'s folding (NFKC, zero-width characters, dashes, look-alikes, accents)."""
-    if text.isascii() and text.isprintable():
-        return text
+    """`text` as a reader sees it, in the view's folded form: escape sequences dropped, every
+    control or format character but whitespace dropped (Unicode's line and paragraph
+    separators are spaces), then `view`'s folding (NFKC, zero-width characters, dashes,
+    look-alikes, accents)."""
+    if text.isascii() and _ASCII_DROP.search(text) is None:
+        return text  # the common case: nothing to drop, nothing to fold
     if "\x1b" in text:
         text = _ESCAPES.sub("", text)
-    text = unicodedata.normalize("NFKC", HIDDEN.sub("", _BREAKS.sub(" ", text)))
+    text = _DROP.sub("", _BREAKS.sub(" ", text))
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
     # `view`'s folding without its map back to the original (nothing here needs positions):
     # whole-text passes instead of one character at a time
     return _ONE_TO_ONE_RE.sub(lambda m: _ONE_TO_ONE[m.group()], _ZW_RUN.sub("", text))
