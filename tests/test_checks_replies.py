@@ -12,6 +12,7 @@ from judge.checks.replies import Claim, SourceIndex, claims_in
 from judge.ledger.loader import LoadedScenario
 from judge.ledger.reducer import Ledger
 from judge.ledger.scenario import Scenario
+from judge.textview import plain
 from judge.trace import Trace
 
 
@@ -28,6 +29,17 @@ def test_claims_are_listed_once_in_order() -> None:
     assert claims_in("rf-1, RF-1 and rf-1 again; 42 and 42") == [Claim("id", "rf-1"),
                                                                  Claim("number", "42")]
     assert claims_in("") == [] and claims_in("no numbers here at all") == []
+
+
+def test_claims_are_read_as_a_reader_sees_them() -> None:
+    """Invisible characters, terminal escapes and full-width digits neither split a claim in
+    two nor hide it; a source written so still supports it."""
+    assert claims_in("order 88\u200b412, ref \x1b[31mrf-9\x1b[0m, ＄４２.００") == [
+        Claim("number", "88412"), Claim("id", "rf-9"), Claim("amount", "$42.00")]
+    idx = SourceIndex()
+    idx.add_value({"order": "88\u2060412", "paidCents": 4200})
+    assert idx.unsupported("order 88412 of $42.00") == []
+    assert idx.unsupported("order ８８４１２") == []
 
 
 def test_support_comes_from_results_and_user_messages_cents_included() -> None:
@@ -115,5 +127,5 @@ def test_a_reply_made_of_its_sources_has_nothing_unsupported(reply: str,
         idx.add_text(o)
     idx.add_text(reply)
     assert idx.unsupported(reply) == []
-    for c in claims_in(reply):  # every claim is a substring of what it was found in
-        assert c.text in reply
+    for c in claims_in(reply):  # every claim is a substring of what a reader sees
+        assert c.text in plain(reply)

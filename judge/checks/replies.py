@@ -24,6 +24,7 @@ from typing import Any, Literal
 from judge.checks.base import Check, where
 from judge.checks.context import CheckContext
 from judge.ledger.scenario import Scenario, Severity
+from judge.textview import plain
 from judge.trace.model import EventData, EventKind
 
 ClaimKind = Literal["id", "amount", "date", "number"]
@@ -63,9 +64,10 @@ def _decimal(text: str) -> Decimal | None:
 
 
 def claims_in(text: str) -> list[Claim]:
-    """The ids, amounts, dates and numbers of `text`, each once, in order."""
+    """The ids, amounts, dates and numbers of `text` as a reader sees it (`textview.plain`:
+    `88\u200b412` is 88412), each once, in order."""
     out: dict[tuple[str, str], Claim] = {}
-    for m in _CLAIM.finditer(text):
+    for m in _CLAIM.finditer(plain(text)):
         kind = m.lastgroup
         token = m.group(0).strip()
         claim: Claim | None = None
@@ -99,6 +101,7 @@ class SourceIndex:
     def add_text(self, text: str) -> None:
         if not text or not self._room():
             return
+        text = plain(text)
         for m in _CLAIM.finditer(text):
             kind = m.lastgroup
             token = m.group(0).strip()
