@@ -25,6 +25,7 @@ from judge.align.examples import template_safe
 from judge.cli.main import app
 from judge.prompts import load_prompt
 from judge.prompts.files import BUILTIN_PROMPTS_DIR, parse_prompt
+from judge.reports.run import prompt_states
 from judge.store import open_store
 from judge.testing.fakeserver import FakeProviderServer
 
@@ -156,9 +157,14 @@ def test_align_accepts_a_better_prompt_and_calibration_goes_stale(
     assert not any(r["worse"] for r in rates)
     assert report["decision"]["accepted"] and report["decision"]["default_version"] == "v4"
 
-    # uncalibrated until fitted
+    # uncalibrated until fitted: calibrate check fails, a run report says why
     code, out, _ = run("calibrate", "check", "--rubric", "scope_fidelity", "--model", MODEL)
     assert code == 1 and "no calibration for prompt v4" in out and "aligned from v3" in out
+    with open_store(db) as store:
+        (state,) = prompt_states(store, list(cand_v.values()))
+    assert state.version == "v4" and state.state == "none"
+    assert "aligned from v3 by judge align" in state.why
+    assert state.command == "judge calibrate fit --rubric scope_fidelity"
     code, _, err = run("calibrate", "fit", "--rubric", "scope_fidelity", "--model", MODEL,
                        "--no-progress")
     assert code == 0, err
