@@ -32,7 +32,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).absolute().parents[2]  # the checkout the script sits in (links kept)
 TRAJECTORIES = ROOT / "examples/data/tau-bench-airline/historical_trajectories/gpt-4o-airline.json"
 SCENARIO = ROOT / "examples/scenarios/tau-airline"
 CREATED_AT = "2024-06-20T00:00:00Z"

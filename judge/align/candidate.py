@@ -4,8 +4,9 @@
 (drafts included). Its body is the parent's, with the proposal added at the end of the
 system message (examples and/or rules); its front matter is the parent's fields, then
 `status: draft` and the `aligned` record (docs/formats.md, "Aligned prompt versions"). Every
-string in the record is a double-quoted YAML scalar with everything outside printable ASCII
-escaped, so no item id can end the front matter, add a field or hide a character.
+string in the record is a plain word (`v3`, `fewshot`) or a double-quoted YAML scalar with
+everything outside printable ASCII escaped, so no item id can end the front matter, add a
+field or hide a character.
 
 The file is created without clobbering (a temporary file hard-linked to its name: an
 existing file of that name, whoever wrote it meanwhile, is never replaced), then loaded back
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,9 +41,14 @@ from judge.prompts.files import (
     user_prompts_dir,
 )
 
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+
 
 def quote(text: str) -> str:
-    """`text` as one double-quoted YAML scalar, pure ASCII (everything else escaped)."""
+    """`text` as one YAML scalar: plain when it is a word YAML reads back as that string
+    (`scope_fidelity`, `v4`), else double-quoted, pure ASCII (everything else escaped)."""
+    if len(text) <= 200 and _PLAIN.fullmatch(text) and yaml.safe_load(text) == text:
+        return text
     out = yaml.safe_dump(text, default_style='"', allow_unicode=False, width=2**31 - 1)
     return out.rstrip("\n").removesuffix("\n...")
 

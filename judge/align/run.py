@@ -344,10 +344,12 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
         why = ("the current version agrees with people on every scored train item"
                if not mining.clusters else "nothing to add: no example fits the token budget"
                if options.method == "fewshot" else "no rule came back from the clusters")
-        report.update(candidate=None, held_out=None, probes=None, stats=stats.phases,
+        report.update(candidate=None, held_out=None, probes=None,
                       decision={"accept_asked": options.accept, "acceptable": False,
                                 "accepted": False, "default_version": parent.version,
-                                "reasons": [f"no candidate: {why}"]})
+                                "reasons": [f"no candidate: {why}"]},
+                      calibration=None, stats={**stats.phases, "total": stats.total()},
+                      run_id=None)
         return AlignResult(report, None, False)
 
     candidate, written = propose(parent, "\n\n".join(parts),
@@ -398,6 +400,9 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     from judge.prompts.files import load_prompt
 
     default = load_prompt(rubric)
+    from judge.calibration.lookup import find_calibration
+
+    calibrated = find_calibration(store, rubric, candidate.hash, model) is not None
     run_id = align_run_id(rubric, candidate.version, model)
     report.update(
         candidate={"version": candidate.version, "hash": candidate.hash,
@@ -412,8 +417,9 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
         decision={"accept_asked": options.accept, "acceptable": acceptable,
                   "accepted": accepted, "default_version": default.version,
                   "reasons": reasons},
-        calibration={"calibrated": False, "next": (
-            f"judge calibrate fit --rubric {rubric} --model {model}" if accepted else None)},
+        calibration={"calibrated": calibrated, "next": (
+            f"judge calibrate fit --rubric {rubric} --model {model}"
+            if default.hash == candidate.hash and not calibrated else None)},
         stats={**stats.phases, "total": stats.total()},
         run_id=run_id,
     )

@@ -18,6 +18,7 @@ human class, or a side left without an item of a class.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,7 +118,9 @@ def split_items(labels: Mapping[str, str], groups: Mapping[str, str], *, rubric:
                                "(no trace or task may be on both sides)")
     y = [1 if labels[i] == "fail" else 0 for i in ids]
     cut = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    train_at, held_at = next(iter(cut.split(ids, y, groups=names)))
+    with warnings.catch_warnings():  # a class too small for every fold: checked below
+        warnings.simplefilter("ignore", UserWarning)
+        train_at, held_at = next(iter(cut.split(ids, y, groups=names)))
     train = [ids[j] for j in sorted(train_at)]
     held = [ids[j] for j in sorted(held_at)]
     for side, members in (("train", train), ("held-out", held)):

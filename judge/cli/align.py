@@ -188,12 +188,12 @@ def render_text(r: dict[str, Any]) -> str:
                      f"{field(cand['path'])}, {cand['status']}")
     held = r.get("held_out")
     if held:
-        lines.append(f"held out ({held['n_items']} items):{'':10}{p['version']:>14}"
-                     f"{cand['version'] if cand else '':>14}")
+        lines.append(f"held out, {held['n_items']} items (95% bootstrap intervals):")
+        lines.append(f"  {'':12}{field(p['version']):<26}{field(cand['version'] if cand else '')}")
         for key in ("accuracy", "cohen_kappa", "tpr", "tnr"):
             a, b = held["parent"], held["candidate"]
-            lines.append(f"  {key:12}{_num(a.get(key)):>8}{_ci(a['ci'].get(key)):18}"
-                         f"{_num(b.get(key)):>8}{_ci(b['ci'].get(key))}")
+            left = f"{_num(a.get(key))}{_ci(a['ci'].get(key))}"
+            lines.append(f"  {key:12}{left:<26}{_num(b.get(key))}{_ci(b['ci'].get(key))}")
         g = held["gain"]
         lines.append(f"  agreement gain {_num(g['estimate'], True)}{_ci(g['ci'], True)} "
                      f"over {g['n']} items ({g['fixed']} fixed, {g['broke']} broken)")
@@ -207,7 +207,8 @@ def render_text(r: dict[str, Any]) -> str:
             lines.append(f"    … and {len(held['flipped']) - 20} more (--format json)")
     probes = r.get("probes")
     if probes:
-        lines.append("probes on the held-out items (rate [95% Wilson CI] n):")
+        lines.append("probes on the held-out items (rate [95% Wilson interval] n):")
+        lines.append(f"  {'':24}{field(p['version']):<30}{field(cand['version'] if cand else '')}")
         for row in probes["rates"]:
             if row["kind"] is not None and not row["measured"]:
                 continue
@@ -218,8 +219,7 @@ def render_text(r: dict[str, Any]) -> str:
                     return "n/a"
                 return f"{_num(side['rate'])}{_ci(side['ci'])} n={side['n']}"
             mark = "  WORSE" if row["worse"] else ""
-            lines.append(f"  {name:28}{cell(row['parent']):>30}{cell(row['candidate']):>30}"
-                         f"{mark}")
+            lines.append(f"  {name:24}{cell(row['parent']):<30}{cell(row['candidate'])}{mark}")
     d = r["decision"]
     verdict = ("accepted: the default is now " + field(d["default_version"]) if d["accepted"]
                else "acceptable (not accepted: run with --accept)" if d["acceptable"]
@@ -227,7 +227,8 @@ def render_text(r: dict[str, Any]) -> str:
                else "nothing to accept")
     lines.append(f"decision: {verdict}")
     lines += [f"  {field(reason)}" for reason in d["reasons"]]
-    if d["accepted"]:
-        lines.append(f"  {field(d['default_version'])} is uncalibrated until fitted: "
-                     f"{r['calibration']['next']}")
+    cal = r.get("calibration") or {}
+    if d["accepted"] and cal.get("next"):
+        lines.append(f"  {field(d['default_version'])} is uncalibrated until fitted (every "
+                     f"verdict of it goes to review): {field(cal['next'])}")
     return "\n".join(lines)
