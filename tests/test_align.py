@@ -266,3 +266,23 @@ def test_heuristic_text_report(db: str) -> None:
     assert "candidate v4" in out and "stays a draft" in out
     assert parse_prompt(Path(out.split("wrote ", 1)[1].split(",", 1)[0]).read_text(),
                         Path("x/scope_fidelity/v4.md")).is_draft
+
+
+def test_on_sqlite_and_postgresql(store_url: str, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole command on both databases (heuristic judge): tasks found through the stored
+    traces, the report stored as its run's summary, the held-out verdicts under it."""
+    seed_database(store_url, tasks=[str(t) for t in range(40)])
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic",
+                         "--db", store_url, "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["split"]["grouped_by"] == "task"
+    with open_store(store_url) as store:
+        stored = store.get_run(report["run_id"])
+        assert stored is not None and stored["config"]["kind"] == "align"
+        assert stored["summary"]["decision"] == report["decision"]
+        assert len(store.run_verdicts(report["run_id"])) == report["held_out"]["n_items"]
+        meta = store.trace_metadata(["tau-airline/3/1", "nope"])
+    assert list(meta) == ["tau-airline/3/1"] and meta["tau-airline/3/1"]["task_id"] == "3"

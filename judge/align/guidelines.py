@@ -39,6 +39,7 @@ from judge.items import Item
 from judge.prompts.files import SECTION_RE, VAR_RE
 from judge.prompts.identity import prompt_hash
 from judge.prompts.redact import Scrubber, escape_fences
+from judge.prompts.render import indent_lines
 from judge.request import JudgeRequest, ModelParams, Redaction
 
 PROMPT_FILE = "align-guidelines-v1.md"
@@ -105,11 +106,13 @@ def _fence(nonce: str, name: str, body: str) -> str:
 
 def _data(text: str, item: Item, redaction: Redaction | None, limit: int) -> str:
     """Free text (a note, a rationale) as a block body: scrubbed with the item's rules,
-    fences escaped, cut to `limit` characters."""
+    fences escaped, cut to `limit` characters, continuation lines indented (as an event's
+    are: no line of it can pass for a header)."""
     scrub = Scrubber((redaction or Redaction()).with_extra(item.redaction), item.candidate or {},
                      names=item.ledger_keys)
     shown = escape_fences(scrub.text(text))
-    return shown if len(shown) <= limit else shown[:limit] + " […]"
+    shown = shown if len(shown) <= limit else shown[:limit] + " […]"
+    return indent_lines(shown)
 
 
 DIRECTIONS = {

@@ -129,10 +129,14 @@ class _Phases:
         self.stack.close()
 
     def __call__(self, name: str, total: int) -> Any:
+        import sys
+
         from judge.cli.progress import progress_bar
 
         self.stack.close()
         self.stack = contextlib.ExitStack()
+        if self.show is False or (self.show is None and not sys.stderr.isatty()):
+            warn(f"{name} ({total})")  # a log's progress: one line per phase
         bar = self.stack.enter_context(progress_bar(name, self.show))
         bar.total(total)
         return bar.tick
