@@ -239,8 +239,15 @@ def test_too_few_labels_is_refused_naming_how_many_more(
     assert code == 2 and out == ""
     line = err.strip()
     assert len(line.splitlines()) == 1
-    assert "need" in line and "more" in line and "judge labels plan --rubric scope_fidelity" in line
+    assert "24 human-pass (need 6 more)" in line and "hold 6 more passes" in line
+    assert "judge labels plan --rubric scope_fidelity" in line
     assert not (tmp_path / "prompts").exists()
+    # with verdicts stored, the refusal carries what the label plan asks for
+    code, _, err = run("probe", "--rubric", "scope_fidelity", "--model", "heuristic")
+    assert code == 0, err
+    code, _, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--target-width 0.1 --queue asks" in err and "human fails and" in err
 
 
 def test_refusals_before_any_work(db: str, monkeypatch: pytest.MonkeyPatch) -> None:

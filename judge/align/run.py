@@ -56,7 +56,14 @@ from judge.align.guidelines import (
     reask,
 )
 from judge.align.mine import Mining, mine
-from judge.align.split import DEFAULT_HELD_OUT, MIN_PER_CLASS, Split, group_of, split_items
+from judge.align.split import (
+    DEFAULT_HELD_OUT,
+    MIN_PER_CLASS,
+    Split,
+    TooFewLabels,
+    group_of,
+    split_items,
+)
 from judge.calibration.compare import compare_verdicts
 from judge.calibration.regrade import labelled_items
 from judge.errors import ConfigError, InputError
@@ -245,6 +252,28 @@ def _record(parent: Prompt, model: str, options: AlignOptions, split: Split,
     return record
 
 
+PLAN_WIDTH = 0.1
+
+
+def label_plan_note(store: Store, rubric: str) -> str | None:
+    """What `judge labels plan` says of the rubric's stored verdicts (None: it has none to
+    plan from): how many more labels, and of which classes, for agreement intervals
+    PLAN_WIDTH wide."""
+    from judge.calibration.lookup import find_calibration
+    from judge.labels.plan import plan_for_rubric
+
+    try:
+        plan = plan_for_rubric(store, rubric, target_width=PLAN_WIDTH, limit=0,
+                               find_calibration=lambda r, h, m: find_calibration(store, r, h, m))
+    except InputError:
+        return None
+    c = plan.per_class
+    return (f"judge labels plan --rubric {rubric} --target-width {PLAN_WIDTH} --queue asks "
+            f"{plan.n_more} more labels for intervals {PLAN_WIDTH} wide, about "
+            f"{c['human_fail']['more']:.0f} human fails and {c['human_pass']['more']:.0f} "
+            "human passes among them, and puts them at the front of the review queue")
+
+
 def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, *,
                  parent: Prompt, options: AlignOptions | None = None,
                  phases: Phases | None = None,
@@ -267,9 +296,13 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     labels = {i: refs[i].label for i in items}
     meta = store.trace_metadata({it.trace_id for it in items.values()})
     groups = {i: group_of(it.trace_id, meta.get(it.trace_id)) for i, it in items.items()}
-    split = split_items(labels, groups, rubric=rubric, seed=options.seed,
-                        held_out_share=options.held_out_share,
-                        min_per_class=options.min_per_class)
+    try:
+        split = split_items(labels, groups, rubric=rubric, seed=options.seed,
+                            held_out_share=options.held_out_share,
+                            min_per_class=options.min_per_class)
+    except TooFewLabels as exc:
+        raise TooFewLabels(rubric, exc.counts, exc.minimum, exc.why,
+                           plan=label_plan_note(store, rubric)) from None
     train = [items[i] for i in split.train]
     held = [items[i] for i in split.held_out]
     notes = {i: [lab.note for lab in by.values() if lab.note]

@@ -35,7 +35,9 @@ class TooFewLabels(ConfigError):
     """Too few labelled items per human class to split: says how many more are needed."""
 
     def __init__(self, rubric: str, counts: Mapping[str, int], minimum: int,
-                 why: str | None = None) -> None:
+                 why: str | None = None, plan: str | None = None) -> None:
+        self.rubric = rubric
+        self.why = why
         self.counts = dict(counts)
         self.minimum = minimum
         self.missing = {k: max(0, minimum - counts.get(k, 0)) for k in ("fail", "pass")}
@@ -46,11 +48,12 @@ class TooFewLabels(ConfigError):
         for k in ("fail", "pass"):
             share = counts.get(k, 0) / total if total else 0.0
             if self.missing[k] and share > 0:
+                plural = "passes" if k == "pass" else "fails"
                 hints.append(f"at this set's {k} share ({share:.0%}) about "
                              f"{math.ceil(self.missing[k] / share)} more items labelled at "
-                             f"random hold {self.missing[k]} more {k}s")
-        plan = (f"judge labels plan --rubric {rubric} --target-width 0.1 --queue puts the "
-                "items that help most at the front of the review queue")
+                             f"random hold {self.missing[k]} more {plural}")
+        plan = plan or (f"judge labels plan --rubric {rubric} --target-width 0.1 --queue "
+                        "puts the items that help most at the front of the review queue")
         head = why or (f"too few labels to split into train and held-out: {short}; at least "
                        f"{minimum} per class")
         super().__init__(f"rubric {rubric}: {head}; label more ({plan}"
