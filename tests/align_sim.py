@@ -63,15 +63,19 @@ def world() -> tuple[tuple[Any, ...], tuple[Item, ...], tuple[dict[str, Any], ..
     return traces, items, tuple(mod.labels(TAU_BENCH))
 
 
-def seed_database(url: str, *, tasks: Iterable[str] | None = None) -> list[Item]:
-    """Store the traces, items and gold labels (only of `tasks`, when given)."""
+def seed_database(url: str, *, tasks: Iterable[str] | None = None,
+                  labelled: Iterable[str] | None = None) -> list[Item]:
+    """Store the traces, items and gold labels (only of `tasks`, when given; labels only of
+    the `labelled` tasks, when given)."""
     traces, items, rows = world()
     keep = None if tasks is None else {str(t) for t in tasks}
+    marked = None if labelled is None else {str(t) for t in labelled}
     traces = tuple(t for t in traces
                    if keep is None or str(t.metadata.get("task_id")) in keep)
     ids = {t.trace_id for t in traces}
     mine = [it for it in items if it.trace_id in ids]
-    wanted = {it.item_id for it in mine}
+    wanted = {it.item_id for it in mine
+              if marked is None or it.trace_id.split("/")[1] in marked}
     with open_store(url) as store:
         store.save_traces(list(traces))
         store.save_items(mine)

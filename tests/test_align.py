@@ -232,7 +232,8 @@ def test_guidelines_rules_cite_train_items_and_a_rerun_asks_nothing(
 def test_too_few_labels_is_refused_naming_how_many_more(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'few.db'}"
-    seed_database(url, tasks=[str(t) for t in range(12)])
+    items = seed_database(url, tasks=[str(t) for t in range(20)],
+                          labelled=[str(t) for t in range(12)])
     monkeypatch.setenv("JUDGE_DATABASE_URL", url)
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
     code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic")
@@ -243,8 +244,15 @@ def test_too_few_labels_is_refused_naming_how_many_more(
     assert "judge labels plan --rubric scope_fidelity" in line
     assert not (tmp_path / "prompts").exists()
     # with verdicts stored, the refusal carries what the label plan asks for
-    code, _, err = run("probe", "--rubric", "scope_fidelity", "--model", "heuristic")
-    assert code == 0, err
+    from judge.grading.engine import grade_items_sync
+    from judge.providers.heuristic import HeuristicProvider
+    from judge.request import ModelParams
+
+    with open_store(url) as store:
+        verdicts = grade_items_sync(items, load_prompt("scope_fidelity"), HeuristicProvider(),
+                                    store.calls, params=ModelParams(), concurrency=4,
+                                    rpm=None, retries=0)
+        store.save_verdicts(verdicts, store.save_run(config={"kind": "test"}))
     code, _, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "--target-width 0.1 --queue asks" in err and "human fails and" in err

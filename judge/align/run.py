@@ -267,6 +267,10 @@ def label_plan_note(store: Store, rubric: str) -> str | None:
                                find_calibration=lambda r, h, m: find_calibration(store, r, h, m))
     except InputError:
         return None
+    if plan.n_more == 0:
+        return (f"the label plan has no unlabelled judged item of {rubric} to ask for: grade "
+                f"more items (judge run, judge grade), then judge labels plan --rubric "
+                f"{rubric} --target-width {PLAN_WIDTH} --queue")
     c = plan.per_class
     return (f"judge labels plan --rubric {rubric} --target-width {PLAN_WIDTH} --queue asks "
             f"{plan.n_more} more labels for intervals {PLAN_WIDTH} wide, about "
