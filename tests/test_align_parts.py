@@ -315,3 +315,44 @@ def test_a_probe_only_needs_item_ids(monkeypatch: pytest.MonkeyPatch, tmp_path: 
                            prompt=load_prompt("scope_fidelity"), store_report=False,
                            item_ids={items[0].item_id, items[2].item_id})
     assert run.report["n_items"] == 2
+
+
+def test_an_aligned_parent_keeps_what_it_shows_in_train(tmp_path: Path) -> None:
+    """Aligning an aligned version: the items its examples and rules came from (and what it
+    inherited) are pinned to train, never offered as examples again, and the new examples
+    and rules continue its numbering."""
+    from judge.align.candidate import candidate_text, inherited_items
+    from judge.align.examples import examples_in, examples_section
+    from judge.align.guidelines import Rule, guidelines_section
+
+    items = {it.item_id: it for it in (item(i) for i in range(40))}
+    ids = sorted(items)
+    refs = {i: ref(i, "fail", "refundOnce") for i in ids}
+    m = mine(list(items.values()), refs, [verdict(i, "pass") for i in ids])
+    first = choose_examples(m.clusters, items, train=set(ids), redaction=None, budget=10**6,
+                            max_examples=2)
+    rules = [Rule("Fail a second refund.", [ids[5]], "c1")]
+    grand = load_prompt("scope_fidelity", "v3")
+    body = examples_section(first) + "\n\n" + guidelines_section(rules)
+    record = {"parent": "v3", "parent_hash": grand.hash, "model": "m", "method": "both",
+              "split": {}, "train_items": ids, "examples": [e.item_id for e in first],
+              "guidelines": [r.to_dict() for r in rules], "inherited_items": [ids[9]]}
+    parent = parse_prompt(candidate_text(grand, "v4", body, record),
+                          Path("p/scope_fidelity/v4.md"))
+    inherited = inherited_items(parent)
+    assert inherited == sorted({first[0].item_id, first[1].item_id, ids[5], ids[9]})
+    labels = {i: ("fail" if n % 2 else "pass") for n, i in enumerate(ids)}
+    groups = {i: f"trace:{i}" for i in ids}
+    for seed in range(5):
+        split = split_items(labels, groups, rubric="r", seed=seed, min_per_class=5,
+                            pinned={groups[i] for i in inherited})
+        assert set(inherited) <= set(split.train) and split.record(labels)["pinned_groups"] == 4
+    again = choose_examples(m.clusters, items, train=set(ids), redaction=None, budget=10**6,
+                            max_examples=2, shown=set(inherited),
+                            first=examples_in(parent.system) + 1)
+    assert not {e.item_id for e in again} & set(inherited)
+    assert examples_in(parent.system) == 2 and again[0].text.startswith("Example 3:")
+    more = guidelines_section([Rule("Fail a refund above the amount paid.", [ids[7]], "c1")],
+                              after=parent.system)
+    assert more == "2. Fail a refund above the amount paid."
+    assert "Worked examples" not in examples_section(again, intro=False)

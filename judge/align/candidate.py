@@ -105,6 +105,18 @@ def candidate_text(parent: Prompt, version: str, addition: str,
     return "\n".join(front + body) + "\n"
 
 
+def inherited_items(parent: Prompt) -> list[str]:
+    """The items whose text (examples) or rules (cited items) the parent prompt already
+    holds: its own and those it inherited (`aligned.inherited_items`), so a descendant knows
+    them even when an ancestor's file is gone."""
+    record = parent.aligned or {}
+    found = [*(record.get("inherited_items") or []), *(record.get("examples") or [])]
+    for rule in record.get("guidelines") or []:
+        if isinstance(rule, dict):
+            found += [str(i) for i in rule.get("cites") or []]
+    return sorted({str(i) for i in found})
+
+
 def target_dir(rubric: str) -> Path:
     """Where new versions of `rubric` go: the user prompts directory's rubric folder."""
     root = user_prompts_dir()

@@ -144,11 +144,15 @@ def _order(item_id: str, seed: int) -> str:
 def choose_examples(clusters: Sequence[Cluster], items: Mapping[str, Item], *,
                     train: set[str], redaction: Redaction | None,
                     budget: int = DEFAULT_TOKEN_BUDGET, max_examples: int = DEFAULT_MAX_EXAMPLES,
-                    seed: int = 0) -> list[Example]:
+                    seed: int = 0, shown: set[str] | None = None,
+                    first: int = 1) -> list[Example]:
     """Corrected examples from the train disagreements of `clusters`, balanced by corrected
     label and by cluster, within `budget` tokens (see the module doc). Only items in
-    `train` are ever used."""
-    queues = {c.id: sorted((d for d in c.members if d.item_id in train),
+    `train` are ever used, and none in `shown` (already in the parent prompt); they are
+    numbered from `first`."""
+    shown = shown or set()
+    queues = {c.id: sorted((d for d in c.members if d.item_id in train
+                            and d.item_id not in shown),
                            key=lambda d: (_order(d.item_id, seed), d.item_id))
               for c in clusters}
     size = {c.id: len(c.members) for c in clusters}
@@ -165,7 +169,7 @@ def choose_examples(clusters: Sequence[Cluster], items: Mapping[str, Item], *,
         mine = [c for c in open_ if label_of[c] == labels[0]]
         cid = min(mine, key=lambda c: (taken[c], -size[c], c))
         d = queues[cid].pop(0)
-        text = example_text(d, items[d.item_id], len(chosen) + 1, redaction)
+        text = example_text(d, items[d.item_id], first + len(chosen), redaction)
         tokens = (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
         if tokens > left:
             continue  # too long for what is left: try the next one
@@ -184,6 +188,15 @@ EXAMPLES_INTRO = (
     "under review on its own material; the examples only show how the rules above apply.")
 
 
-def examples_section(examples: Sequence[Example]) -> str:
-    """The few-shot part of the new version's system message."""
-    return "\n\n".join([EXAMPLES_INTRO, *(e.text for e in examples)])
+def examples_section(examples: Sequence[Example], *, intro: bool = True) -> str:
+    """The few-shot part of the new version's system message (`intro`: False when the
+    parent's message already has it)."""
+    return "\n\n".join([*([EXAMPLES_INTRO] if intro else []), *(e.text for e in examples)])
+
+
+_EXAMPLE_NUMBER = re.compile(r"name=example_(\d+)_target>>>")
+
+
+def examples_in(system: str) -> int:
+    """How many worked examples a system message holds (an aligned parent's)."""
+    return max((int(n) for n in _EXAMPLE_NUMBER.findall(system)), default=0)

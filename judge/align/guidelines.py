@@ -271,8 +271,14 @@ GUIDELINES_INTRO = (
     "seems to contradict them, the rules above decide.")
 
 
-def guidelines_section(rules: Sequence[Rule]) -> str:
-    """The guidelines part of the new version's system message."""
-    lines = [GUIDELINES_INTRO]
-    lines += [f"{n}. {r.rule}" for n, r in enumerate(rules, 1)]
+def guidelines_section(rules: Sequence[Rule], *, after: str = "") -> str:
+    """The guidelines part of the new version's system message; `after`: the parent's
+    system message (an aligned parent's rules are continued, not numbered again)."""
+    if GUIDELINES_INTRO in after:
+        tail = after[after.rindex(GUIDELINES_INTRO):]
+        start = max((int(n) for n in re.findall(r"(?m)^(\d+)\. ", tail)), default=0) + 1
+        lines = []
+    else:
+        start, lines = 1, [GUIDELINES_INTRO]
+    lines += [f"{n}. {r.rule}" for n, r in enumerate(rules, start)]
     return "\n".join(lines)

@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from judge.align.candidate import accept as accept_draft
-from judge.align.candidate import propose
+from judge.align.candidate import inherited_items, propose
 from judge.align.decide import decide, held_out_gain, probe_changes
 from judge.align.examples import (
     DEFAULT_MAX_EXAMPLES,
     DEFAULT_TOKEN_BUDGET,
     Example,
     choose_examples,
+    examples_in,
     examples_section,
 )
 from judge.align.guidelines import (
@@ -243,6 +244,9 @@ def _record(parent: Prompt, model: str, options: AlignOptions, split: Split,
         "method": options.method, "split": split.record(labels),
         "train_items": list(split.train),
     }
+    inherited = inherited_items(parent)
+    if inherited:
+        record["inherited_items"] = inherited
     if options.method in ("fewshot", "both"):
         record["examples"] = [e.item_id for e in examples]
     if options.method in ("guidelines", "both"):
@@ -300,10 +304,12 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     labels = {i: refs[i].label for i in items}
     meta = store.trace_metadata({it.trace_id for it in items.values()})
     groups = {i: group_of(it.trace_id, meta.get(it.trace_id)) for i, it in items.items()}
+    inherited = inherited_items(parent)  # already in the parent prompt: never held out
     try:
         split = split_items(labels, groups, rubric=rubric, seed=options.seed,
                             held_out_share=options.held_out_share,
-                            min_per_class=options.min_per_class)
+                            min_per_class=options.min_per_class,
+                            pinned={groups[i] for i in inherited if i in groups})
     except TooFewLabels as exc:
         raise TooFewLabels(rubric, exc.counts, exc.minimum, exc.why,
                            plan=label_plan_note(store, rubric)) from None
@@ -353,13 +359,15 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     if options.method in ("fewshot", "both"):
         examples = choose_examples(mining.clusters, items, train=set(split.train),
                                    redaction=settings.redaction(), budget=options.budget,
-                                   max_examples=options.max_examples, seed=options.seed)
+                                   max_examples=options.max_examples, seed=options.seed,
+                                   shown=set(inherited),
+                                   first=examples_in(parent.system) + 1)
     rules = [r for got in asked for r in got.rules]
     parts = []
     if examples:
-        parts.append(examples_section(examples))
+        parts.append(examples_section(examples, intro=examples_in(parent.system) == 0))
     if rules:
-        parts.append(guidelines_section(rules))
+        parts.append(guidelines_section(rules, after=parent.system))
     report: dict[str, Any] = {
         "rubric": rubric, "model": model, "method": options.method,
         "parent": {"version": parent.version, "hash": parent.hash, "path": str(parent.path)},

@@ -11,6 +11,10 @@
   version's front matter, so what it was built from stays known whatever a later
   scikit-learn does with the same seed.
 
+When the parent is itself an aligned version, the groups of the items its text shows or
+its rules came from (its examples and cited items, back through its own parents) are kept in
+train: an item the parent prompt already holds is never held out.
+
 Too few labels is a refusal before anything is graded: fewer than MIN_PER_CLASS items per
 human class, or a side left without an item of a class.
 """
@@ -20,7 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +75,7 @@ class Split:
     folds: int
     grouped_by: str  # "task" when any trace named one, else "trace"
     groups: dict[str, str] = field(default_factory=dict)  # item id -> group
+    pinned: list[str] = field(default_factory=list)  # groups kept in train (see split_items)
 
     def record(self, labels: Mapping[str, str]) -> dict[str, Any]:
         """What the front matter and the report keep of the split."""
@@ -79,10 +84,14 @@ class Split:
             return {"n": len(ids), "fail": c.get("fail", 0), "pass": c.get("pass", 0),
                     "groups": len({self.groups[i] for i in ids})}
 
-        return {"seed": self.seed, "held_out_share": self.held_out_share,
-                "folds": self.folds, "grouped_by": self.grouped_by,
-                "method": "sklearn StratifiedGroupKFold(shuffle=True), fold 0 held out",
-                "train": side(self.train), "held_out": side(self.held_out)}
+        out: dict[str, Any] = {
+            "seed": self.seed, "held_out_share": self.held_out_share, "folds": self.folds,
+            "grouped_by": self.grouped_by,
+            "method": "sklearn StratifiedGroupKFold(shuffle=True), fold 0 held out",
+            "train": side(self.train), "held_out": side(self.held_out)}
+        if self.pinned:
+            out["pinned_groups"] = len(self.pinned)
+        return out
 
 
 def group_of(trace_id: str, meta: Mapping[str, Any] | None) -> str:
@@ -98,10 +107,13 @@ def group_of(trace_id: str, meta: Mapping[str, Any] | None) -> str:
 
 def split_items(labels: Mapping[str, str], groups: Mapping[str, str], *, rubric: str,
                 seed: int = 0, held_out_share: float = DEFAULT_HELD_OUT,
-                min_per_class: int = MIN_PER_CLASS) -> Split:
+                min_per_class: int = MIN_PER_CLASS,
+                pinned: Collection[str] = ()) -> Split:
     """Split the items of `labels` (item id -> human reference "pass" or "fail") by
-    `groups` (item id -> group). TooFewLabels when a class is short or a side would hold
-    no item of a class; ConfigError for a share outside (0, 0.5]."""
+    `groups` (item id -> group). The `pinned` groups go to train whatever the draw: those of
+    items the parent prompt already shows or was built from (an aligned parent), which must
+    never be held out. TooFewLabels when a class is short or a side would hold no item of a
+    class; ConfigError for a share outside (0, 0.5]."""
     from sklearn.model_selection import StratifiedGroupKFold
 
     if not 0.0 < held_out_share <= 0.5:
@@ -112,20 +124,23 @@ def split_items(labels: Mapping[str, str], groups: Mapping[str, str], *, rubric:
     if min(counts.get("fail", 0), counts.get("pass", 0)) < min_per_class:
         raise TooFewLabels(rubric, counts, min_per_class)
     folds = max(2, round(1.0 / held_out_share))
-    names = [groups[i] for i in ids]
+    pin = set(pinned)
+    free = [i for i in ids if groups[i] not in pin]
+    names = [groups[i] for i in free]
     n_groups = len(set(names))
     if n_groups < folds:
+        also = f" besides the {len(pin)} the parent prompt was built from" if pin else ""
         raise TooFewLabels(rubric, counts, min_per_class,
                            why=f"the labelled items come from {n_groups} trace(s) or "
-                               f"task(s), fewer than the {folds} folds the split needs "
-                               "(no trace or task may be on both sides)")
-    y = [1 if labels[i] == "fail" else 0 for i in ids]
+                               f"task(s){also}, fewer than the {folds} folds the split "
+                               "needs (no trace or task may be on both sides)")
+    y = [1 if labels[i] == "fail" else 0 for i in free]
     cut = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
     with warnings.catch_warnings():  # a class too small for every fold: checked below
         warnings.simplefilter("ignore", UserWarning)
-        train_at, held_at = next(iter(cut.split(ids, y, groups=names)))
-    train = [ids[j] for j in sorted(train_at)]
-    held = [ids[j] for j in sorted(held_at)]
+        train_at, held_at = next(iter(cut.split(free, y, groups=names)))
+    held = [free[j] for j in sorted(held_at)]
+    train = sorted({free[j] for j in train_at} | {i for i in ids if groups[i] in pin})
     for side, members in (("train", train), ("held-out", held)):
         have = Counter(labels[i] for i in members)
         for k in ("fail", "pass"):
@@ -133,6 +148,7 @@ def split_items(labels: Mapping[str, str], groups: Mapping[str, str], *, rubric:
                 raise TooFewLabels(rubric, counts, min_per_class,
                                    why=f"the {side} split holds no human-{k} item (the "
                                        f"{k}s come from too few traces or tasks)")
-    grouped = "task" if any(g.startswith("task:") for g in names) else "trace"
+    grouped = "task" if any(groups[i].startswith("task:") for i in ids) else "trace"
     return Split(train=train, held_out=held, seed=seed, held_out_share=held_out_share,
-                 folds=folds, grouped_by=grouped, groups=dict(zip(ids, names, strict=True)))
+                 folds=folds, grouped_by=grouped, groups={i: groups[i] for i in ids},
+                 pinned=sorted(pin & {groups[i] for i in ids}))

@@ -57,6 +57,7 @@ DRAFT = "draft"
 ALIGNED_FIELDS: dict[str, type | tuple[type, ...]] = {
     "parent": str, "parent_hash": str, "model": str, "method": str, "split": dict,
     "train_items": list, "examples": list, "guidelines": list, "guidelines_prompt": dict,
+    "inherited_items": list,
 }
 ALIGNED_REQUIRED = ("parent", "parent_hash", "model", "method", "split", "train_items")
 #: Variables a template may use; `render` fills every one of them.
