@@ -12,9 +12,9 @@ The file is created without clobbering (a temporary file hard-linked to its name
 existing file of that name, whoever wrote it meanwhile, is never replaced), then loaded back
 as any prompt file is; a file that does not load is removed and the failure reported.
 
-A rerun that would write the same proposal from the same parent and split reuses the draft
-it wrote before instead of adding another version. Accepting deletes the `status: draft`
-line (the hash leaves that line out, so it is unchanged; this is checked).
+A rerun that would write the same proposal from the same parent and split reuses the version
+it wrote before (a draft, or accepted since) instead of adding another. Accepting deletes the
+`status: draft` line (the hash leaves that line out, so it is unchanged; this is checked).
 """
 
 from __future__ import annotations
@@ -136,12 +136,13 @@ def same_proposal(a: Prompt, text: str) -> bool:
     return a.template == b.template and a.aligned == b.aligned and a.labels == b.labels
 
 
-def earlier_draft(parent: Prompt, text_for: Any) -> Prompt | None:
-    """A draft of the rubric in the user directory that says what this run would write
-    (`text_for(version)` gives the text for a version), or None."""
+def earlier_version(parent: Prompt, text_for: Any) -> Prompt | None:
+    """A version of the rubric in the user directory — a draft, or one accepted since —
+    that says what this run would write (`text_for(version)` gives the text for a version),
+    or None."""
     for path in reversed(rubric_versions(parent.rubric)):
         prompt = load_prompt(parent.rubric, path.stem)
-        if prompt.source == USER and prompt.is_draft and prompt.aligned is not None \
+        if prompt.source == USER and prompt.aligned is not None \
                 and prompt.aligned.get("parent_hash") == parent.hash \
                 and same_proposal(prompt, text_for(prompt.version)):
             return prompt
@@ -172,12 +173,12 @@ def write_new(path: Path, text: str) -> None:
 
 
 def propose(parent: Prompt, addition: str, record: Mapping[str, Any]) -> tuple[Prompt, bool]:
-    """The candidate version: an earlier identical draft (written: False), else a new file
-    (written: True), loaded back."""
+    """The candidate version: an earlier version that says the same (written: False; a
+    draft, or accepted since), else a new file (written: True), loaded back."""
     def text_for(version: str) -> str:
         return candidate_text(parent, version, addition, record)
 
-    earlier = earlier_draft(parent, text_for)
+    earlier = earlier_version(parent, text_for)
     if earlier is not None:
         return earlier, False
     version = next_version(parent.rubric)

@@ -400,7 +400,8 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     candidate, written = propose(parent, "\n\n".join(parts),
                                  _record(parent, model, options, split, labels, examples,
                                          rules))
-    note(("wrote " if written else "reusing the identical draft ") + str(candidate.path))
+    again = "draft " if candidate.is_draft else "version, accepted before, "
+    note(("wrote " if written else f"reusing the identical {again}") + str(candidate.path))
 
     provider, jury = judges()
 
@@ -440,7 +441,8 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     acceptable, reasons = decide(gain, rows)
     accepted = False
     if options.accept and acceptable:
-        candidate = accept_draft(candidate)
+        if candidate.is_draft:
+            candidate = accept_draft(candidate)
         accepted = True
     from judge.prompts.files import load_prompt
 

@@ -187,7 +187,8 @@ def render_text(r: dict[str, Any]) -> str:
         lines.append(f"  no rules from {cluster}: {field(why)}")
     cand = r.get("candidate")
     if cand:
-        how = "wrote" if cand["written"] else "reused the identical draft"
+        how = "wrote" if cand["written"] else "reused the identical " + (
+            "draft" if cand["status"] == "draft" else "version, accepted before,")
         lines.append(f"candidate {field(cand['version'])} ({cand['hash']}): {how} "
                      f"{field(cand['path'])}, {cand['status']}")
     held = r.get("held_out")
