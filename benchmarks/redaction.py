@@ -18,23 +18,55 @@ tau-airline scenario, both rubrics, as `judge grade` extracts them. Figures:
 Optional `--detect-secrets`: the CPU of Yelp's detect-secrets over the same item texts
 (needs `pip install detect-secrets`; the reason gitleaks rules were chosen instead).
 
+`--baseline REV` (issue 21: before and after, in one run): the `judge` package of git
+revision REV (`git archive` of `judge/` and `prompts/`, into a temporary directory; REV
+`$(git merge-base HEAD main)` measures a branch against where it started) and the
+working tree's are each
+measured in child processes, taking turns `--repeat` times: redaction CPU per item inside
+render, the engine alone, what it replaced on these items by class (a rule that fires on
+tau-bench's ordinary airline data would show here), and `judge grade` as a user runs it.
+
 Run: .venv/bin/python benchmarks/redaction.py [--repeat 3] [--detect-secrets]
+     [--baseline main]
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import os
-import resource
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+
+
+def _use_tree() -> None:
+    """`--judge-from DIR`: import `judge` from DIR, not from the editable install (whose
+    finder is first on sys.meta_path); for the baseline's child processes."""
+    if "--judge-from" not in sys.argv:
+        return
+    i = sys.argv.index("--judge-from")
+    tree = sys.argv[i + 1]
+    del sys.argv[i:i + 2]
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not getattr(f, "__module__", "").startswith("__editable__")]
+    sys.path[:] = [tree] + [p for p in sys.path if "__editable__" not in p]
+
+
+_use_tree()
+if len(sys.argv) > 1 and sys.argv[1] == "--cli":  # `judge …` on that tree, nothing else
+    sys.argv = ["judge", *sys.argv[2:]]
+    from judge.cli.main import main as _judge
+
+    _judge()
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TAU = ROOT / "examples/data/tau-bench-airline/historical_trajectories/gpt-4o-airline.json"
@@ -152,6 +184,11 @@ def bench_breakdown(items: list[Item], repeat: int) -> None:
     """Each detector alone over every item's four data blocks (as render hands them over)."""
     from judge.redaction import gitleaks, identity, numbers, pii, secrets
     from judge.redaction.normalize import view
+
+    try:  # issue 21's detectors (absent from a baseline older than them)
+        from judge.redaction import phrases, spelled
+    except ImportError:
+        phrases = spelled = None
     from judge.redaction.words import _counts, is_common_word
 
     blocks = [text for it in items for text in (
@@ -166,6 +203,17 @@ def bench_breakdown(items: list[Item], repeat: int) -> None:
         ("phones (prefilter + phonenumberslite)", pii.find_phones),
         ("identity (view + names)", lambda t: list(identity.find_builtin(view(t)))),
     ]
+    if phrases is not None and spelled is not None:
+        parts += [
+            ("credential phrases (phrases.py: keyword pass + bounded reads)",
+             lambda t: list(phrases.find_phrases(t))),
+            ("names spelled out (spelled.py: run pass + names on each run)",
+             lambda t: list(spelled.spelled_names(view(t).text, identity._builtin, None,
+                                                  identity._tail, lambda i, first: True,
+                                                  folded=not t.isascii()))),
+            ("identity as the engine runs it (view, names, spelled-out runs, edges)",
+             lambda t: list(identity.find_identity(t, view(t), t.lower(), None, None))),
+        ]
     for name, fn in parts:
         best = min(_timed(blocks, fn) for _ in range(repeat))
         print(f"[breakdown]   {name}: {best / len(items) * 1e3:.3f} ms/item")
@@ -199,6 +247,115 @@ def bench_hostile() -> None:
         cpu = time.process_time() - t0
         print(f"[hostile] {len(text) / 1e6:.2f} MB of JSON, {sum(red.counts.values()):,} "
               f"values redacted: {cpu:.2f} s CPU")
+    # issue 21's passes at their worst: a keyword every few characters, each read after;
+    # a name spelled out over and over
+    for what, unit in (("credential phrases", "PIN 1234, CVV 567; password hunter7x "),
+                       ("keywords without a value", "the password policy and token count "),
+                       ("spelled-out names", "c l a u d e ")):
+        for n in (20_000, 40_000):
+            text = unit * n
+            red = ItemRedactor(None, {"model": "m"})
+            t0 = time.process_time()
+            red.text(text)
+            cpu = time.process_time() - t0
+            print(f"[hostile] {len(text) / 1e6:.2f} MB of {what}, "
+                  f"{sum(red.counts.values()):,} values redacted: {cpu:.2f} s CPU")
+
+
+def engine_figures(items: list[Item], repeat: int) -> dict[str, Any]:
+    """Redaction CPU per item (render minus a no-op scrubber; the engine alone), best of
+    `repeat`, and what was replaced by class over all items (one pass)."""
+    _render_cpu(items[:20], compat.Scrubber, compat.may_hold_secret_fields)  # warm up
+    none: list[float] = []
+    new: list[float] = []
+    for _ in range(repeat):
+        none.append(_render_cpu(items, _NoScrub, _never))
+        new.append(_render_cpu(items, compat.Scrubber, compat.may_hold_secret_fields))
+    blocks = [[it.goal, dumps(it.ledger), *(dumps(e) for e in it.events), dumps(it.target)]
+              for it in items]
+    engine: list[float] = []
+    counts: Counter[str] = Counter()
+    for r in range(repeat):
+        _intrinsic.cache_clear()
+        t0 = time.process_time()
+        for it, pieces in zip(items, blocks, strict=True):
+            red = ItemRedactor(None, it.candidate)
+            red.texts(pieces)
+            if r == 0:
+                counts.update(red.counts)
+        engine.append((time.process_time() - t0) / len(items))
+    import judge
+
+    return {"render_ms": min(none) * 1e3, "redaction_ms": (min(new) - min(none)) * 1e3,
+            "engine_ms": min(engine) * 1e3, "counts": dict(counts), "items": len(items),
+            "judge": judge.__file__}
+
+
+def _tree_cmd(tree: Path | None, *args: str) -> list[str]:
+    extra = ["--judge-from", str(tree)] if tree is not None else []
+    return [sys.executable, str(Path(__file__).resolve()), *extra, *args]
+
+
+def bench_baseline(rev: str, repeat: int, tmp: Path, base_url: str) -> None:
+    """REV's judge package against the working tree's, in turns (see the docstring)."""
+    tree = tmp / "baseline"
+    tree.mkdir()
+    top = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", rev],
+                         capture_output=True, text=True, check=True).stdout.split()
+    # the package, and the prompts where a revision keeps them outside it
+    paths = [p for p in ("judge", "prompts") if p in top]
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *paths],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    grades: dict[str, list[float]] = {"before": [], "after": []}
+    traces = tmp / "tau.jsonl"
+    if not traces.exists():
+        write_traces(iter_tau_bench(TAU), traces)
+    for _ in range(repeat):
+        for label, where in (("before", tree), ("after", None)):
+            out = subprocess.run(_tree_cmd(where, "--engine-only"), capture_output=True,
+                                 text=True, check=True).stdout
+            figures = json.loads(out.strip().splitlines()[-1])
+            # the child measured the tree it was given, not the editable install
+            assert (str(tree) in figures["judge"]) == (where is not None), figures["judge"]
+            runs[label].append(figures)
+            grades[label].append(_grade_cpu(tmp, base_url, _tree_cmd(where, "--cli")))
+    print(f"[before/after] {rev} ({sha}) vs the working tree, {repeat} turns each, "
+          f"best of each; {_load()}")
+    rows = [("redaction inside render, ms CPU/item", "redaction_ms"),
+            ("the engine alone (ItemRedactor.texts), ms CPU/item", "engine_ms"),
+            ("render without redaction, ms CPU/item", "render_ms")]
+    for title, key in rows:
+        b = min(r[key] for r in runs["before"])
+        a = min(r[key] for r in runs["after"])
+        print(f"[before/after]   {title}: {b:.3f} -> {a:.3f} ({a / b:.2f}x)")
+    gb, ga = min(grades["before"]), min(grades["after"])
+    print(f"[before/after]   `judge grade` (whole command), ms CPU/item: {gb * 1e3:.3f} -> "
+          f"{ga * 1e3:.3f} ({ga / gb:.2f}x); redaction / judge grade: "
+          f"{min(r['redaction_ms'] for r in runs['before']) / (gb * 1e3):.1%} -> "
+          f"{min(r['redaction_ms'] for r in runs['after']) / (ga * 1e3):.1%}")
+    cb, ca = runs["before"][0]["counts"], runs["after"][0]["counts"]
+    print("[before/after]   replaced on these items, by class: " + ", ".join(
+        f"{c} {cb.get(c, 0)} -> {ca.get(c, 0)}" for c in sorted(set(cb) | set(ca))))
+
+
+def _grade_cpu(tmp: Path, base_url: str, launcher: list[str]) -> float:
+    """`judge grade` over the tau-bench traces (a fresh call cache): child CPU per item."""
+    cache = tmp / f"calls-{time.monotonic_ns()}.jsonl"
+    out = tmp / "verdicts.jsonl"
+    cmd = [*launcher, "grade", str(SCENARIO), str(tmp / "tau.jsonl"), "--model",
+           "openai:bench-judge", "--base-url", base_url, "--concurrency", "50", "--cache",
+           str(cache), "-o", str(out)]
+    before = _children_cpu()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    cpu = _children_cpu() - before
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"judge grade failed ({proc.returncode}): {proc.stderr[-500:]}")
+    n = sum(1 for line in out.read_text().splitlines() if line.strip())
+    return cpu / n
 
 
 def _children_cpu() -> float:
@@ -273,8 +430,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--detect-secrets", action="store_true")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also measure git revision REV's judge package, in turns")
+    ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     items = tau_items()
+    if args.engine_only:  # a child of --baseline: one JSON line
+        print(json.dumps(engine_figures(items, args.repeat)))
+        return
     print(f"{_load()}")
     red = bench_redaction(items, args.repeat)
     bench_breakdown(items, args.repeat)
@@ -290,6 +453,10 @@ def main() -> None:
           f"grading engine alone: {red / engine:.1%}; {_load()}")
     if args.detect_secrets:
         bench_detect_secrets(items)
+    if args.baseline:
+        with tempfile.TemporaryDirectory() as d, \
+                FakeProviderServer(latency=0.0, process=True) as srv:
+            bench_baseline(args.baseline, args.repeat, Path(d), srv.openai_base_url)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,12 @@
 phone and identity string is gone after redaction; every benign near-miss is untouched.
 
 Each line: `class` (secret, card, ssn, email, phone, identity, benign), `kind`, `text`,
-`value` (what must disappear, or for benign lines the text that must survive), and an
-optional `candidate` record. Policy for the near-misses is in the module docstrings of
+`value` (what must disappear, or for benign lines the text that must survive), an
+optional `candidate` record, and `issue: 21` on the lines added for issue 21 (credential
+phrases in fifteen languages, PIN/CVV/one-time codes, truncated PEM, keys after a key word,
+signed-URL signatures, key ids; names spelled out, hyphenated, in leet and other scripts;
+and their benign look-alikes). tests/test_redaction_wire.py sends every line through the
+real SDKs. Policy for the near-misses is in the module docstrings of
 judge/redaction (identity.py: "Claude Monet", "Mistral wind", "a llama"; pii.py: local
 numbers without an area code; numbers.py: 16-digit ids without a card prefix).
 """
@@ -61,6 +65,20 @@ def test_every_benign_near_miss_survives(entry: dict[str, Any]) -> None:
     red = ItemRedactor(ALLOW, entry.get("candidate"))
     assert red.text(entry["text"]) == entry["text"]
     assert sum(red.counts.values()) == 0
+
+
+def test_issue21_lines_cover_every_language_and_probe() -> None:
+    lines = [e for e in ENTRIES if e.get("issue") == 21]
+    kinds = Counter(e["kind"].split("-")[1] for e in lines if e["kind"].startswith("phrase-"))
+    for lang in ("en", "de", "fr", "es", "pt", "ru", "zh", "ja"):  # several phrasings each
+        assert kinds[lang] >= 3, (lang, kinds)
+    secrets = [e for e in lines if e["class"] == "secret"]
+    spellings = [e for e in lines if e["class"] == "identity"]
+    benign = [e for e in lines if e["class"] == "benign"]
+    assert len(secrets) >= 43 and len(spellings) >= 14 and len(benign) >= 30
+    for probe in ("hunter7hunter", "Xk29!aa", "4829", "613", "X-Amz-Signature",
+                  "private_key_id", "c l a u d e", "c-l-a-u-d-e", "Cl4ude", "hunter5hunter"):
+        assert any(probe in e["text"] for e in lines), probe
 
 
 def test_closing_table() -> None:

@@ -8,6 +8,11 @@
 
 Formats whose detection needs entropy (bare AWS secret keys, opaque tokens) are drawn from a
 seeded `random.Random`, so shrinking cannot turn them into `AAAA…` (which is no secret).
+
+Issue 21's generators are here too, so every property above draws them: a credential
+phrase for any keyword of judge/redaction/lexicon.py in any form (`credential_phrase`), a
+PEM key cut off inside its last line, signed URLs of S3, GCS, CloudFront and Azure, and
+key material after a key word (64-hex signing keys, `private_key_id`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judge.redaction import ItemRedactor, RedactionConfig
+from judge.redaction.lexicon import (
+    KEYWORD_KIND,
+    NEEDS_SEPARATOR,
+    OWN_LANGUAGE_COPULAS,
+    UNSPACED_KIND,
+)
 from judge.redaction.numbers import luhn_ok
+from judge.redaction.phrases import looks_like_password
 
 ALNUM = string.ascii_letters + string.digits
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -164,8 +176,126 @@ def phrase(draw: st.DrawFn) -> tuple[str, str]:
     return form.format(v=v), v
 
 
+# --- issue 21: credential phrases in every language of judge/redaction/lexicon.py, keys
+# after a key word, signed URLs, service-account key ids, cut-off PEM blocks
+
+HEX = "0123456789abcdef"
+seeds = _seed
+
+
+def hex_digits(seed: int, n: int) -> str:
+    return _rand(seed, HEX, n)
+
+
+_password = st.builds(
+    lambda a, d, s, b: a + d + s + b,
+    st.from_regex(r"[A-Za-z]{2,8}", fullmatch=True),
+    st.from_regex(r"[0-9]{1,3}", fullmatch=True),
+    st.sampled_from(["", "!", "#", "%", "&", "*", "+", "?", "@", "~", "$"]),
+    st.from_regex(r"[A-Za-z0-9]{0,6}", fullmatch=True)).filter(looks_like_password)
+
+
+@st.composite
+def value_of(draw: st.DrawFn, kind: str, short_numbers: bool = False) -> str:
+    """A value for a keyword of `kind` (lexicon.py): digits, key material, a passphrase or
+    a password. Numbers have 8–12 digits unless `short_numbers` (3–8: a CVV, a PIN): a
+    JSON value around a planted one may hold a short number of its own."""
+    if kind == "number":
+        return str(draw(st.integers(100, 99_999_999) if short_numbers else
+                        st.integers(10**7, 10**12 - 1)))
+    if kind == "key":
+        return hex_digits(draw(_seed), draw(st.sampled_from([32, 40, 64])))
+    if kind == "phrase":
+        words = draw(st.lists(st.sampled_from(["correct", "horse", "battery", "staple",
+                                               "purple", "monkey", "river", "stone"]),
+                              min_size=3, max_size=5))
+        return "-".join(words)
+    return draw(_password)
+
+
+#: copulas any keyword may take, and the forms of an unspaced language
+_COPULAS = ["is", "was", "ist", "lautet", "est", "это", "è", "is now", "will be"]
+_UNSPACED_COPULAS = ["是", "为", "は", "：", "는", ": "]
+_SEPARATORS = [": ", ":", " = ", "=", " — ", " – ", " -> ", "：", " : "]
+
+
+@st.composite
+def credential_phrase(draw: st.DrawFn, short_numbers: bool = False) -> tuple[str, str]:
+    """(text, value) for one keyword of the lexicon (any of them) in one form: separator,
+    copula, a few words first, quoted, or (where the keyword allows) the value alone."""
+    unspaced = draw(st.booleans())
+    table = UNSPACED_KIND if unspaced else KEYWORD_KIND
+    keyword = draw(st.sampled_from(sorted(table)))
+    kind = table[keyword]
+    value = draw(value_of(kind, short_numbers))
+    alone = keyword not in NEEDS_SEPARATOR
+    keyword = draw(st.sampled_from([keyword, keyword.upper(), keyword.capitalize()]))
+    if unspaced:
+        form = draw(st.sampled_from(["copula", "bare"] if alone else ["copula"]))
+        glue = draw(st.sampled_from(_UNSPACED_COPULAS)) if form == "copula" else \
+            draw(st.sampled_from(["", " "]))
+        return f"{keyword}{glue}{value}", value
+    forms = ["sep", "copula", "filler", "quoted", *(["bare"] if alone else [])]
+    form = draw(st.sampled_from(forms))
+    own = [c for c, words in OWN_LANGUAGE_COPULAS.items() if keyword.lower() in words]
+    copula = draw(st.sampled_from(_COPULAS + own))
+    if form == "sep":
+        return f"{keyword}{draw(st.sampled_from(_SEPARATORS))}{value}", value
+    if form == "copula":
+        return f"my {keyword} {copula} {value}", value
+    if form == "filler":
+        words = draw(st.sampled_from(["for the VPN", "of bob", "(new)", "für den Server",
+                                      "du wifi", "от почты", "for alice on the NAS"]))
+        join = draw(st.sampled_from([f" {copula} ", ": "]))
+        return f"the {keyword} {words}{join}{value}", value
+    if form == "quoted":
+        q = draw(st.sampled_from(['"{}"', "'{}'", "«{}»", "„{}“", "「{}」"]))
+        return f"{keyword} {copula} {q.format(value)}", value
+    return f"{keyword} {value}", value
+
+
+@st.composite
+def truncated_pem(draw: st.DrawFn) -> tuple[str, str]:
+    """A PEM private key cut off before its END line (inside its last line)."""
+    kind = draw(st.sampled_from(["RSA ", "EC ", "OPENSSH ", "ENCRYPTED ", "", "DSA "]))
+    seed = draw(_seed)
+    lines = [_rand(seed + i, ALNUM + "+/", 64) for i in range(draw(st.integers(2, 4)))]
+    lines[-1] = lines[-1][:draw(st.integers(0, 63))]
+    return f"-----BEGIN {kind}PRIVATE KEY-----\n" + "\n".join(lines), lines[0]
+
+
+@st.composite
+def signed_url(draw: st.DrawFn) -> tuple[str, str]:
+    seed = draw(_seed)
+    sig = hex_digits(seed, 64)
+    form = draw(st.sampled_from([
+        "https://b.s3.amazonaws.com/r.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=3600"
+        "&X-Amz-Signature={s}",
+        "https://b.s3.us-east-1.amazonaws.com/r.csv?X-Amz-Signature={s}&X-Amz-Date=20240101",
+        "https://storage.googleapis.com/b/r.csv?X-Goog-Expires=900&X-Goog-Signature={s}",
+        "https://d1.cloudfront.net/r.csv?Expires=1704067200&Signature={s}&Key-Pair-Id=K2J",
+        "https://a.blob.core.windows.net/c/r.csv?sv=2022-11-02&sr=b&sig={s}"]))
+    return form.format(s=sig), sig
+
+
+@st.composite
+def key_after_word(draw: st.DrawFn) -> tuple[str, str]:
+    """Key material after a key word (64-hex signing keys, GCP private_key_id, …)."""
+    key = hex_digits(draw(_seed), draw(st.sampled_from([32, 40, 64])))
+    word = draw(st.sampled_from(["signing key", "secret key", "HMAC key", "webhook secret",
+                                 "encryption key", "master key", "private key", "api key",
+                                 "Signaturschlüssel", "clé secrète", "секретный ключ", "密钥"]))
+    form = draw(st.sampled_from(["{w} {k}", "{w}: {k}", "the {w} is {k}", "{w} (hex) {k}",
+                                 '"private_key_id": "{k}"', "private_key_id={k}"]))
+    return form.format(w=word, k=key), key
+
+
 SECRETS = st.one_of(key_format(), named_secret(), url_credential(), header(), card(), ssn(),
-                    pem(), aws_secret(), phrase())
+                    pem(), aws_secret(), phrase(),
+                    # a keyword glued after an accented SEPARATOR would be part of a longer
+                    # word (`éşifre`): the phrase is set off by a mark of its own
+                    credential_phrase().map(lambda tv: ("> " + tv[0], tv[1])),
+                    truncated_pem(), signed_url(), key_after_word())
 #: text around a secret; the secret is set off by a separator (a secret glued to a word is
 #: a longer token, see spans.whole_token and the word-edge rules)
 FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
@@ -269,7 +399,9 @@ def test_kept_tool_names_and_ledger_keys_never_change(
 
 TEXTS = st.one_of(FILLER, st.lists(st.one_of(FILLER, SECRETS.map(lambda s: s[0]), st.sampled_from([
     "gpt-4o", "Claude 3.5 Sonnet", "bob@example.com", "(415) 555-2671", "[redacted:secret]",
-    "[email-1]", "[agent]", "password: [redacted:secret]"])), max_size=6).map(" ".join))
+    "[email-1]", "[agent]", "password: [redacted:secret]", "c l a u d e", "c-l-a-u-d-e",
+    "Cl4ude", "claude Gemini", "PIN [redacted:secret]", "password [redacted:secret]",
+    "G-P-T-4o", "пароль: [redacted:secret]"])), max_size=6).map(" ".join))
 
 
 @SETTINGS

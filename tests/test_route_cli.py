@@ -147,7 +147,6 @@ def test_hostile_names_are_shown_inert(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["route", "nope.jsonl"], "nope.jsonl"),
-    (["route", "{v}", "--audit-share", "2"], "--audit-share"),
     (["route", "{v}", "--labels", "missing.jsonl"], "missing.jsonl"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str],

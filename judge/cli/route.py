@@ -21,8 +21,9 @@ from typing import Any
 
 import typer
 
-from judge.cli.common import cli_errors, die
+from judge.cli.common import cli_errors
 from judge.cli.console import echo, field
+from judge.cli.numbers import float_option
 
 
 class OutputFormat(StrEnum):
@@ -37,9 +38,9 @@ def route(
     calibration: Path | None = typer.Option(
         None, "--calibration",
         help="calibration records folder (default $JUDGE_CALIBRATION_DIR or calibration/)"),
-    audit_share: float = typer.Option(
-        0.05, "--audit-share", help="share of would-be auto-accepted verdicts sent to people "
-        "anyway (seeded per item id)"),
+    audit_share: float = float_option(
+        0.05, "--audit-share", lo=0.0, hi=1.0,
+        help="share of would-be auto-accepted verdicts sent to people anyway (seeded per item id)"),
     seed: int = typer.Option(0, "--seed", help="audit draw seed"),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json"),
     output: Path | None = typer.Option(
@@ -47,8 +48,6 @@ def route(
 ) -> None:
     """Route verdicts with their calibration: what is auto-accepted and what goes to people."""
     with cli_errors():
-        if not 0.0 <= audit_share <= 1.0:
-            die(f"--audit-share must lie between 0 and 1 (got {audit_share})")
         from judge.calibration.route_file import route_file
         from judge.labels import write_verdicts
         from judge.outputs import check_output

@@ -64,7 +64,7 @@ ALIGNED_REQUIRED = ("parent", "parent_hash", "model", "method", "split", "train_
 TEMPLATE_VARIABLES = frozenset({
     "goal", "ledger", "events", "target", "rubric", "rubric_labels", "item_kind",
     "target_seq", "ledger_keys", "event_seqs", "nonce", "fence_open", "fence_close",
-    "ledger_as_of", "unsupported", "end_state", "actions",
+    "ledger_as_of", "unsupported", "end_state", "actions", "foreign", "leak_key",
 })
 VAR_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 SECTION_RE = re.compile(r"^===\s*(system|user)\s*===\s*$", re.MULTILINE)

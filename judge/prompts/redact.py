@@ -2,7 +2,8 @@
 the surface rendering uses. Two things never reach a judge: the identity of the system under
 test (vendor and model-family names in any spelling, every string of the trace's
 `candidate`, configured names and patterns) and secrets (credentials of every known shape,
-secret-named fields and their values wherever they appear again, card numbers, SSNs); emails
+credentials given in words in fifteen languages, secret-named fields and their values
+wherever they appear again, card numbers, SSNs); emails
 and phone numbers become consistent pseudonyms within an item (`[email-1]`)."""
 
 from judge.redaction.compat import IDENTITY_MARK as IDENTITY_MARK

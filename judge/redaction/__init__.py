@@ -9,11 +9,13 @@ Use one `ItemRedactor` per item (one judge request):
     red.counts   # {"secret": 0, "card": 0, "ssn": 0, "email": 0, "phone": 1, "identity": 0}
 
 Classes and markers: secrets `[redacted:secret]` (own rules in secrets.py, the gitleaks
-rule set in gitleaks.py, secret-named fields in fields.py, scenario patterns), cards
+rule set in gitleaks.py, secret-named fields in fields.py, credential phrases in fifteen
+languages in phrases.py with their words in lexicon.py, scenario patterns), cards
 `[redacted:card]` and SSNs `[redacted:ssn]` (numbers.py, always on), emails and phones as
 consistent pseudonyms `[email-N]`/`[phone-N]` (pii.py), identity `[agent]` (identity.py,
-on the normalised view of normalize.py). Overlaps and whole-token rules: spans.py; the
-one-item engine: engine.py; the surface render.py uses: compat.py.
+on the normalised view of normalize.py; names spelled letter by letter: spelled.py).
+Overlaps and whole-token rules: spans.py; the one-item engine: engine.py; the surface
+render.py uses: compat.py.
 
 Wiring into render.py (the lead's change, nothing else needs to move):
 1. `judge/prompts/redact.py` becomes re-exports of `judge.redaction.compat`: `Redaction`,

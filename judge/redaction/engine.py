@@ -49,9 +49,10 @@ from judge.redaction.marks import (
 )
 from judge.redaction.normalize import view
 from judge.redaction.numbers import find_cards, find_ssns
+from judge.redaction.phrases import find_phrases
 from judge.redaction.pii import find_emails, find_phones
 from judge.redaction.secrets import find_secrets, is_placeholder
-from judge.redaction.spans import Span, at_word_edges, resolve, whole_token
+from judge.redaction.spans import Span, at_word_edges, is_word_char, resolve, whole_token
 
 _DEFAULT = RedactionConfig()
 #: texts up to this size have their detections cached (an item's goal and ledger blocks
@@ -67,7 +68,7 @@ def _detect(s: str, cfg: RedactionConfig, names: Literals | None
     found: list[Span] = []
     remember: list[str] = []
     if cfg.secrets:
-        for span, value in find_secrets(s, low):
+        for span, value in (*find_secrets(s, low), *find_phrases(s)):
             found.append(span)
             if value is not None:
                 remember.append(value)
@@ -140,39 +141,40 @@ class ItemRedactor:
         if not pieces:
             return []
         joined = "\n".join(pieces)
-        spans = self._spans(joined)
-        if not spans:
+        found = self._found(joined)
+        if not found:
             return list(pieces)
-        out: list[str] = []
         starts: list[int] = []
         pos = 0
         for p in pieces:
             starts.append(pos)
             pos += len(p) + 1
-        per_piece: list[list[Span]] = [[] for _ in pieces]
-        for sp in spans:
-            i = bisect_right(starts, sp.start) - 1
-            base = starts[i]
-            end = min(sp.end, base + len(pieces[i]))
-            if end > sp.start:
-                per_piece[i].append(Span(sp.start - base, end - base, sp.cls, sp.key))
-        for piece, found in zip(pieces, per_piece, strict=True):
-            out.append(self._finish(piece, found) if found else piece)
-        return out
+        per_piece = _per_piece(found, starts, pieces)
+        guards = _per_piece([Span(a, b, "") for a, b in self._protected(joined)], starts,
+                            pieces)
+        return [self._finish(piece, spans, [(g.start, g.end) for g in guard])
+                if spans else piece
+                for piece, spans, guard in zip(pieces, per_piece, guards, strict=True)]
 
     def text(self, s: str) -> str:
         if not s:
             return s
-        spans = self._spans(s)
-        return self._finish(s, spans) if spans else s
+        found = self._found(s)
+        return self._finish(s, found, self._protected(s)) if found else s
 
-    def _finish(self, s: str, spans: list[Span]) -> str:
+    def _finish(self, s: str, spans: list[Span], protected: list[tuple[int, int]]) -> str:
+        """`s` with the detections `spans` applied: those a JSON text cannot take dropped
+        first (inside a key, or across a quote), then overlaps resolved. Dropping first
+        matters: a span that runs out of its string (a detector's match from a cut-off PEM
+        block to the next block's header) must not shadow the spans inside the string."""
         bare: set[int] = set()
         if _looks_like_json(s):  # keys stay, bare values get quoted
             spans, bare = _json_aware(s, spans)
-        return self._apply(s, spans, bare)
+        chosen = resolve(spans, protected, s) if spans else []
+        return self._apply(s, chosen, bare) if chosen else s
 
-    def _spans(self, s: str) -> list[Span]:
+    def _found(self, s: str) -> list[Span]:
+        """Every detection in `s` (overlaps not yet resolved)."""
         intrinsic, values = _intrinsic(s, self.config, self._names) \
             if len(s) <= _CACHED_CHARS else _detect(s, self.config, self._names)
         for value in values:
@@ -182,9 +184,7 @@ class ItemRedactor:
         if remembered is not None and self.config.secrets:
             found.extend(Span(*whole_token(s, *m.span()), "secret")
                          for m in remembered.finditer(s))
-        if not found:
-            return []
-        return resolve(found, self._protected(s), s)
+        return found
 
     def _protected(self, s: str) -> list[tuple[int, int]]:
         out = [m.span() for m in MARK_RE.finditer(s)] if "[" in s else []
@@ -325,9 +325,36 @@ def _occurrences(s: str, value: str, *, whole: bool) -> list[tuple[int, int]]:
     i = s.find(value)
     while i >= 0:
         j = i + len(value)
-        if not whole or at_word_edges(s, i, j):
+        if not whole or _stands_alone(s, i, j):
             out.append((i, j))
         i = s.find(value, i + 1)
+    return out
+
+
+_JOINERS = frozenset(".-/@:")
+
+
+def _stands_alone(s: str, i: int, j: int) -> bool:
+    """[i, j) is a token of its own: at word edges, and not joined by `.`, `-`, `/`, `@`
+    or `:` to a word (a ledger key `k` is no shield for the candidate name `cand.k`)."""
+    if not at_word_edges(s, i, j):
+        return False
+    if i >= 2 and s[i - 1] in _JOINERS and is_word_char(s[i - 2]):
+        return False
+    return not (j + 1 < len(s) and s[j] in _JOINERS and is_word_char(s[j + 1]))
+
+
+def _per_piece(spans: Iterable[Span], starts: list[int], pieces: Sequence[str]
+               ) -> list[list[Span]]:
+    """Spans over the joined pieces, each given to the piece it starts in (relative to it,
+    cut at that piece's end)."""
+    out: list[list[Span]] = [[] for _ in pieces]
+    for sp in spans:
+        i = bisect_right(starts, sp.start) - 1
+        base = starts[i]
+        end = min(sp.end, base + len(pieces[i]))
+        if end > sp.start:
+            out[i].append(Span(sp.start - base, end - base, sp.cls, sp.key))
     return out
 
 

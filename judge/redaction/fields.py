@@ -2,8 +2,10 @@
 
 A name is secret when, lower-cased and stripped of everything but letters and digits, it is
 one of `SECRET_NAMES` or ends with one of `SECRET_SUFFIXES` (so any prefix counts:
-`MYAPP_API_KEY`, `awsSecretAccessKey`). A plain `key` is not secret (ledger entries and
-maps have `key` fields); `tokens` (a count) is not a `token`.
+`MYAPP_API_KEY`, `awsSecretAccessKey`, `WLAN-Passwort`, `пароль`). A GCP service
+account's `private_key_id` and a signed URL's `X-Amz-Signature` are secrets too. A plain
+`key` is not secret (ledger entries and maps have `key` fields); `tokens` (a count) is not
+a `token`.
 """
 
 from __future__ import annotations
@@ -17,18 +19,25 @@ SECRET_NAMES = frozenset({
     "cookie", "setcookie", "pin", "otp", "mfacode", "totp", "privatekey", "secretkey",
     "accesskey", "signingkey", "encryptionkey", "masterkey", "licensekey", "sessionid",
     "sessionkey", "connectionstring", "dsn", "ssn", "cvv", "cvc", "cardnumber",
+    "cvv2", "cvc2", "privatekeyid", "xamzsignature", "xgoogsignature",
+    # the word for a password (or PIN) in other languages
+    "passwort", "kennwort", "geheimzahl", "motdepasse", "mdp", "contraseña", "contrasena",
+    "senha", "palavrapasse", "wachtwoord", "hasło", "haslo", "şifre", "sifre", "пароль",
+    "密码", "密碼", "パスワード", "暗証番号", "비밀번호",
 })
 SECRET_SUFFIXES = ("password", "passwd", "passphrase", "passcode", "secret", "token",
                    "apikey", "privatekey", "secretkey", "accesskey", "signingkey",
                    "encryptionkey", "masterkey", "licensekey", "credential", "credentials",
                    "sessionid", "sessionkey", "connectionstring", "webhookurl", "pwd",
-                   "secretkeybase")
+                   "secretkeybase", "passwort", "kennwort", "motdepasse", "contraseña",
+                   "senha", "wachtwoord", "пароль", "密码", "パスワード", "비밀번호")
 #: names that end like a secret but are not one
 NOT_SECRET = frozenset({"bypass", "compass", "encompass", "trespass", "surpass", "overpass",
                         "underpass", "tokentype", "secretname", "passwordhint",
                         "passwordpolicy", "passwordlength", "tokenendpoint", "tokenurl",
                         "publickey", "keyid", "accesskeyid", "spin", "opin", "pinned"})
-_NON_ALNUM = re.compile(r"[^a-z0-9]")
+#: everything but letters and digits (of any script: `пароль`, `contraseña` keep theirs)
+_NON_ALNUM = re.compile(r"[\W_]")
 
 
 @lru_cache(maxsize=8192)
@@ -42,7 +51,9 @@ def is_secret_field(name: str) -> bool:
 #: every name `is_secret_field` accepts contains one of these once lower-cased and stripped
 FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "auth", "cookie", "credential", "pin",
                "otp", "session", "dsn", "ssn", "cvv", "cvc", "card", "connectionstring",
-               "webhookurl")
+               "webhookurl", "signature", "kennwort", "motdepasse", "contrase", "senha",
+               "wachtwoord", "hasło", "haslo", "şifre", "sifre", "geheimzahl", "mdp",
+               "пароль", "密码", "密碼", "パスワード", "暗証番号", "비밀번호")
 _NON_ALNUM_ANY = re.compile(r"[^0-9a-z]+")
 _JSON_KEY = re.compile(r'"([^"\\]*)"\s*:')
 

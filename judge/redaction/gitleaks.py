@@ -13,11 +13,13 @@ where an Aho–Corasick automaton, pyahocorasick, took 0.15 ms).
 
 Left out: `generic-api-key` and `hashicorp-tf-password` (this package's secret-named-field
 rule covers them without treating every `"key": …` as a credential), `jwt` (own rule),
-`pkcs12-file` (a file-path rule). Keywords of 1–2 characters are too common to
-gate on when lower-cased: a rule that has only such keywords (`sk`, `q~`) is gated by them
-in the case its regex needs (`SK`, `Q~`); a rule that also has a longer one is gated by
-that alone (vault's `hvs.`: its legacy `s.` tokens are caught only in a text that also
-holds `hvs.`).
+`pkcs12-file` (a file-path rule), `private-key` (own rule, secrets.py: its `[\\s\\S-]{64,}?`
+runs from a block cut off before its END line to the next block's BEGIN line, out of the
+JSON string that holds it, and leaves that next block's body behind). Keywords of 1–2
+characters are too common to gate on when lower-cased: a rule that has only such keywords
+(`sk`, `q~`) is gated by them in the case its regex needs (`SK`, `Q~`); a rule that also
+has a longer one is gated by that alone (vault's `hvs.`: its legacy `s.` tokens are caught
+only in a text that also holds `hvs.`).
 Each match is kept only if its secret group (the rule's `secretGroup`, else the first
 non-empty group, else the match) reaches the rule's entropy floor and passes the rule's
 allowlists (regexes on the secret, the match or the line; stopwords).
@@ -37,7 +39,8 @@ from judge.redaction.rx import compile_re2
 from judge.redaction.secrets import entropy
 from judge.redaction.spans import Span, whole_token
 
-SKIPPED = frozenset({"generic-api-key", "hashicorp-tf-password", "jwt", "pkcs12-file"})
+SKIPPED = frozenset({"generic-api-key", "hashicorp-tf-password", "jwt", "pkcs12-file",
+                     "private-key"})
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """A normalised view of a text for matching names, mapped back to the original.
 
 Identity is matched on a view where compatibility forms are folded (NFKC: full-width
-`ＧＰＴ`, ligatures), zero-width and soft-hyphen characters are gone, every dash-like
-character is `-`, and a few Cyrillic/Greek letters that look Latin are folded to Latin.
+`ＧＰＴ`, ligatures, circled and mathematical letters), zero-width and soft-hyphen
+characters and the combining marks NFKC leaves are gone, every dash-like character is `-`,
+a few Cyrillic/Greek letters and small capitals that look Latin are folded to Latin, and
+accented Latin letters to their base letter (`Cläude` is `claude`).
 A span found in the view is replaced in the original text (`View.original`), so the output
 keeps every character the redaction did not replace. ASCII text is its own view at no cost.
 """
@@ -14,8 +16,12 @@ import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 
+#: combining marks that NFKC leaves alone (`c̶l̶a̶u̶d̶e̶`: a strike-through on each letter)
+COMBINING = frozenset(chr(c) for lo, hi in ((0x0300, 0x036F), (0x1AB0, 0x1AFF),
+                                            (0x1DC0, 0x1DFF), (0x20D0, 0x20FF),
+                                            (0xFE20, 0xFE2F)) for c in range(lo, hi + 1))
 ZERO_WIDTH = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063"
-                       "\u2064\ufeff\u034f\u115f\u1160\u3164\uffa0")
+                       "\u2064\ufeff\u034f\u115f\u1160\u3164\uffa0") | COMBINING
 HYPHENS = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58"
                     "\ufe63\uff0d\u02d7\u058a\u05be\u1806\u30fc")
 #: Latin look-alikes (a short list of the common confusables, not all of Unicode's)
@@ -27,7 +33,28 @@ CONFUSABLES = {
     "α": "a", "ο": "o", "ρ": "p", "ν": "v", "τ": "t", "ι": "i", "κ": "k", "Α": "A",
     "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
     "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+    # small capitals, which NFKC keeps (`ᴄʟᴀᴜᴅᴇ`), and a few more Latin look-alikes
+    "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i",
+    "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r", "ꜱ": "s",
+    "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z", "ɑ": "a", "ı": "i",
 }
+
+
+def _accented() -> dict[str, str]:
+    """Latin letters with diacritics, as their base letter (`Cläude`, `Gémini`, `ChâtGPT`):
+    every letter of Latin-1, Latin Extended-A/B and Latin Extended Additional whose
+    canonical decomposition is an ASCII letter and combining marks."""
+    out: dict[str, str] = {}
+    for lo, hi in ((0x00C0, 0x024F), (0x1E00, 0x1EFF)):
+        for cp in range(lo, hi + 1):
+            d = unicodedata.normalize("NFD", chr(cp))
+            if len(d) > 1 and d[0].isascii() and d[0].isalpha() and all(
+                    unicodedata.combining(c) for c in d[1:]):
+                out[chr(cp)] = d[0]
+    return out
+
+
+CONFUSABLES.update(_accented())
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,16 @@ readable and the judge still sees that a password was sent:
 - key formats (OpenAI/Anthropic `sk-…`, Stripe `sk_live_`/`rk_live_`, GitLab `glpat-`,
   Hugging Face `hf_`, npm `npm_`, GitHub `ghp_`/`github_pat_`, Slack `xoxb-`, Google
   `AIza…`/`ya29.`, AWS `AKIA…`, JWTs, SendGrid, PyPI, …): the whole token that holds one;
-- PEM private-key blocks (to `-----END …-----`, or to the end of the text when cut off);
+- PEM private-key blocks (to `-----END …-----`; cut off before it, the BEGIN line and the
+  base64 lines after it);
 - a secret-named field with any prefix, in any syntax: `DB_PASSWORD=…`, `"apiKey": "…"`,
   `x-api-key: …`, `passwd: …`, `--token …` is not covered (no separator), `\\"password\\":`
   inside JSON-in-JSON is;
 - `Authorization:` / `Proxy-Authorization:` headers (any scheme), `Bearer …` anywhere;
-- URL credentials (`scheme://user:password@host`: the password);
-- self-disclosure: "my password is …", "the PIN was …", "api key: …";
+- URL credentials (`scheme://user:password@host`: the password); a signed URL's signature
+  (`?X-Amz-Signature=…`, `X-Goog-Signature`, `Signature`, `sig`);
+- (credentials given in words, in several languages — "my password is …", `PIN 4829`,
+  `пароль: …` — are phrases.py's);
 - opaque tokens: a run of 32+ base64/url-safe characters, mixed case, 2+ digits, entropy
   ≥ 4.2 bits/char (unknown vendors' keys), or exactly 40 base64 characters of mixed case
   (a bare AWS secret access key); hex-only ids, UUIDs and paths are not.
@@ -29,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from judge.redaction.fields import is_secret_field
+from judge.redaction.lexicon import STATE_WORDS
 from judge.redaction.rx import compile_re2
 from judge.redaction.spans import Span, escape_ends_at, whole_token, word_before
 
@@ -49,11 +53,21 @@ _KEY_FORMATS = [
     r"SK[0-9a-fA-F]{32}", r"AC[0-9a-fA-F]{32}",
 ]
 KEY_FORMAT_RE = compile_re2("|".join(f"(?:{p})" for p in _KEY_FORMATS))
-PEM_RE = compile_re2(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
-                     r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)")
+_PEM_BEGIN = r"(?i:-----BEGIN[ A-Z0-9_-]{0,60}PRIVATE KEY(?: BLOCK)?-----)"
+_PEM_END = r"(?i:-----END[ A-Z0-9_-]{0,60}PRIVATE KEY(?: BLOCK)?-----)"
+#: line breaks inside a PEM block, raw or as escapes (JSON text, JSON inside JSON)
+_PEM_BREAK = r"(?:\s|\\+[nrt])"
+#: a whole block: its body holds only base64, header lines (`Proc-Type: 4,ENCRYPTED`) and
+#: line breaks, so it never runs out of the JSON string that holds it; or a block cut off
+#: before its END line: the BEGIN line and every base64 run of 16+ characters after it
+#: (it once ran to the end of the text, out of its JSON string, and was dropped whole)
+PEM_RE = compile_re2(
+    _PEM_BEGIN + r"(?:[A-Za-z0-9+/=:,.\- \t\r\n]|\\+[nrt])*?" + _PEM_END
+    + "|" + _PEM_BEGIN + r"(?:" + _PEM_BREAK + r"*(?:Proc-Type|DEK-Info|Comment|Version|Hash)"
+    r":[^\n\\\"]*)*(?:" + _PEM_BREAK + r"*[A-Za-z0-9+/=]{16,})*")
 _NAME = (r"[A-Za-z0-9_.\-]*(?:passw(?:or)?d|pwd|pass|passphrase|passcode|secret|token|"
          r"api[_. \-]?key|(?:access|private|secret|signing|encryption|master|license)[_. \-]?key|"
-         r"key[_.\-]?base|"
+         r"key[_.\-]?base|private[_.\-]?key[_.\-]?id|signature|"
          r"credentials?|auth|authorization|cookie|session[_.\-]?(?:id|key)|"
          r"connection[_.\-]?string|dsn|webhook[_.\-]?url|pin|otp|cvv|cvc|ssn)")
 _VALUE = (r"\\\"([^\"\\\n]+)\\\"|\"((?:[^\"\\\n]|\\.)+)\"|'([^'\n]+)'|"
@@ -66,11 +80,10 @@ HEADER_RE = compile_re2(r"(?i)(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\
 BEARER_RE = compile_re2(r"(?i)bearer[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)")
 URL_CRED_RE = compile_re2(r"[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s/@:\"'<>]*:"
                           r"([^\s/@\"'<>]+)@")
-PHRASE_RE = compile_re2(
-    r"(?i)(?:password|passphrase|passcode|passwd|pwd|\bpin|pin code|api key|secret key|"
-    r"access key|secret|token)[ \t]+(?:is set to|was set to|is now|was changed to|"
-    r"has been changed to|changed to|was reset to|reset to|is|was|would be|will be)"
-    r"[ \t:]+[\"'`]?([^\s\"'`]{3,})")
+#: a signed URL's signature (S3 and GCS V4 `X-…-Signature`, CloudFront `Signature`, Azure
+#: SAS `sig`): the URL is a bearer credential until it expires
+SIGNED_URL_RE = compile_re2(r"(?i)[?&;](?:x-amz-signature|x-goog-signature|signature|sig)="
+                            r"([^&\s\"'#<>\\]{8,})")
 _OPAQUE = r"[A-Za-z0-9+/_\-]{32,}={0,2}"
 #: one pass for both: group 1 a vendor key format, group 2 a long opaque token. A JSON escape
 #: just before a token (`\neyJ…` in rendered JSON) is matched and left out of both groups:
@@ -88,9 +101,10 @@ def _scoped(pattern: str) -> str:
 
 
 #: one pass for every context rule; groups: 1-2 header, 3-8 named field (4 the name,
-#: 5-8 the value's forms), 9-10 phrase, 11-12 bearer, 13-14 URL credential
+#: 5-8 the value's forms), 9-10 bearer, 11-12 URL credential, 13-14 signed-URL signature
+#: (phrases in words, "my password is …", are phrases.py's)
 CONTEXT_RE = compile_re2("|".join(f"({_scoped(r.pattern)})" for r in (
-    HEADER_RE, NAMED_RE, PHRASE_RE, BEARER_RE, URL_CRED_RE)))
+    HEADER_RE, NAMED_RE, BEARER_RE, URL_CRED_RE, SIGNED_URL_RE)))
 
 #: values that say a secret is absent, not what it is
 NOT_A_VALUE = frozenset({
@@ -113,7 +127,8 @@ def entropy(s: str) -> float:
 
 def is_placeholder(value: str) -> bool:
     v = value.strip().strip(".,;:!?)").lower()
-    if not v or v in NOT_A_VALUE or v.startswith(("[redacted", "[agent]", "${", "{{", "<", "%(")):
+    if not v or v in NOT_A_VALUE or v in STATE_WORDS or v.startswith(
+            ("[redacted", "[agent]", "${", "{{", "<", "%(")):
         return True
     if v[0] == "$" and v[1:].replace("_", "").isalnum():
         return True  # $DB_PASSWORD: a reference, not the value
@@ -186,14 +201,14 @@ def _context(text: str, retry: bool = True, before: int | None = None
                 window = text[base:m.end() + 256]
                 for span, value in _context(window, retry=False, before=m.end() - base):
                     yield Span(span.start + base, span.end + base, span.cls), value
-        elif m.start(9) >= 0:  # "my password is …"
-            yield from _value(text, m.start(10), m.end(10))
-        elif m.start(11) >= 0:  # Bearer …
-            v = m.group(12)
+        elif m.start(9) >= 0:  # Bearer …
+            v = m.group(10)
             if any(c.isdigit() for c in v) or len(v) >= 20:
-                yield from _value(text, m.start(12), m.end(12))
-        else:  # scheme://user:password@
-            yield from _value(text, m.start(14), m.end(14))
+                yield from _value(text, m.start(10), m.end(10))
+        elif m.start(11) >= 0:  # scheme://user:password@
+            yield from _value(text, m.start(12), m.end(12))
+        else:  # ?X-Amz-Signature=…
+            yield Span(m.start(14), m.end(14), "secret"), None
 
 
 def _good_name(text: str, m: Any) -> bool:

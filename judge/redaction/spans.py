@@ -130,6 +130,35 @@ def merged(ranges: Iterable[tuple[int, int]]) -> Intervals:
     return out
 
 
+def _secrets_joined(spans: Iterable[Span], guard: Intervals) -> list[Span]:
+    """`spans` with overlapping secrets made one (their union), unless the union would touch
+    a protected range: two rules that each see part of a credential (a cut-off PEM block
+    and the JWT on its next line) must not leave the other's part behind."""
+    out: list[Span] = []
+    secrets: list[Span] = []
+    for s in spans:
+        (secrets if s.cls == "secret" and s.end > s.start else out).append(s)
+    secrets.sort(key=lambda s: (s.start, -s.end))
+    run: list[Span] = []
+    end = -1
+    for s in secrets:
+        if run and s.start < end:
+            run.append(s)
+            end = max(end, s.end)
+            continue
+        out.extend(_union(run, end, guard))
+        run, end = [s], s.end
+    out.extend(_union(run, end, guard))
+    return out
+
+
+def _union(run: list[Span], end: int, guard: Intervals) -> list[Span]:
+    if len(run) <= 1:
+        return run
+    union = Span(run[0].start, end, "secret")
+    return run if guard.overlaps(union.start, union.end) else [union]
+
+
 def resolve(spans: Iterable[Span], protected: list[tuple[int, int]], text: str = ""
             ) -> list[Span]:
     """Non-overlapping spans, strongest first, none touching a protected range; in order.
@@ -140,7 +169,8 @@ def resolve(spans: Iterable[Span], protected: list[tuple[int, int]], text: str =
     guard = merged(protected)
     taken = Intervals()
     chosen: list[Span] = []
-    ordered = sorted(spans, key=lambda s: (PRIORITY.get(s.cls, 9), s.start - s.end, s.start))
+    ordered = sorted(_secrets_joined(spans, guard),
+                     key=lambda s: (PRIORITY.get(s.cls, 9), s.start - s.end, s.start))
     for s in ordered:
         if s.end <= s.start or guard.overlaps(s.start, s.end):
             continue
