@@ -181,6 +181,45 @@ def test_an_example_is_inert_data_in_the_prompt(hostile: str) -> None:
     assert system.count("<<<END ") - said[1] == system.count(f"<<<END nonce={nonce}>>>") == 4
 
 
+def test_an_example_shows_the_blocks_its_prompt_rests_on() -> None:
+    """A reply prompt's verdicts rest on blocks a tool-call prompt does not show (the end
+    state, the actions, other owners' facts): a worked leakage example of reply_fidelity v2
+    carries its foreign facts, fenced and redacted like the item under review's, and the
+    new version it stands in still loads and renders its own item under one nonce."""
+    from test_foreign_items import _reply
+
+    it = _reply()
+    assert it.foreign is not None
+    key = str(it.foreign["key"])
+    refs = {it.item_id: ReferenceLabel(it.item_id, "fail", key, it.seq, ("asha",), 0, 1, 0)}
+    wrong = verdict(it.item_id, "pass").model_copy(update={"rubric": "reply_fidelity"})
+    m = mine([it], refs, [wrong])
+    parent = load_prompt("reply_fidelity", "v2")
+    text = example_text(m.clusters[0].members[0], it, 1, None, parent.variables)
+    for name in ("goal", "ledger", "end_state", "actions", "events", "unsupported", "foreign",
+                 "target"):
+        assert f"name=example_1_{name}>>>" in text, name
+    foreign = text.split("name=example_1_foreign>>>\n", 1)[1].split("{{fence_close}}", 1)[0]
+    assert "ORD-88412" in foreign and "globex-grocers" in foreign
+    # a scope prompt's examples keep to the four blocks it shows
+    scope = example_text(m.clusters[0].members[0], it, 1, None,
+                         load_prompt("scope_fidelity", "v3").variables)
+    assert "example_1_foreign" not in scope and "example_1_end_state" not in scope
+    body = f"=== system ===\n{parent.system}\n\n{text}\n=== user ===\n{parent.user}\n"
+    prompt = parse_prompt(f"---\nrubric: reply_fidelity\nversion: v9\ndescription: d\n"
+                          f"labels: [pass, fail]\n---\n{body}", Path("p/reply_fidelity/v9.md"))
+    request = render(prompt, it)
+    nonce = request.messages[0]["content"].split("use nonce ", 1)[1].split(".", 1)[0]
+    assert request.system.count(f"<<<DATA nonce={nonce} name=example_1_") == 8
+    # the rules request of the cluster shows the judge model the same blocks
+    rules = cluster_request(m.clusters[0], {it.item_id: it}, rubric="reply_fidelity",
+                            description="d", prompt=guidelines_prompt(), params=ModelParams(),
+                            redaction=None, train={it.item_id}, shows=parent.variables)
+    user = rules.request.messages[0]["content"]
+    nonce = user.split("use nonce ", 1)[1].split(".", 1)[0]
+    assert f"<<<DATA nonce={nonce} name=item_1_foreign>>>" in user and "ORD-88412" in user
+
+
 @given(st.text())
 def test_template_safe_leaves_no_variable_or_section(text: str) -> None:
     safe = template_safe(text)

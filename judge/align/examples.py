@@ -40,17 +40,28 @@ from judge.request import Redaction
 
 DEFAULT_TOKEN_BUDGET = 3000
 DEFAULT_MAX_EXAMPLES = 8
-#: the blocks an example shows, in order, with the line that introduces each
+#: the blocks an example can show, in order, with the line that introduces each: goal,
+#: ledger, events and target always; the others when the prompt shows them for its items
 BLOCKS = (("goal", "The accepted goal:"), ("ledger", "The reviewed ledger{omitted}:"),
-          ("events", "The events shown:"), ("target", "The action under review (seq {seq}):"))
+          ("end_state", "The end state of the run:"),
+          ("actions", "Every tool call of the run, with its outcome:"),
+          ("events", "The events shown:"),
+          ("unsupported", "Values in the reply that nothing before it holds (\"unsupported\"):"),
+          ("foreign", "Facts that belong to someone else (\"foreign\"):"),
+          ("target", "The action under review (seq {seq}):"))
+#: the blocks every example shows, whatever its prompt
+CORE_BLOCKS = frozenset({"goal", "ledger", "events", "target"})
 _MARK = "ALIGNEXAMPLE"
 _BLOCK_RE = re.compile(rf"<<<DATA nonce={_MARK} name=(\w+)>>>\n(.*?)\n<<<END nonce={_MARK}>>>",
                        re.DOTALL)
-_BLOCKS_PROMPT = Prompt(
-    rubric="", version="example", description="", labels=("pass", "fail"), template="",
-    path=Path("<example>"), hash="sha256:align-example", system="-",
-    user="{{goal}}\n{{ledger}}\n{{events}}\n{{target}}",
-    variables=frozenset({"goal", "ledger", "events", "target"}))
+
+
+def _blocks_prompt(rubric: str, shows: frozenset[str]) -> Prompt:
+    names = [name for name, _ in BLOCKS if name in CORE_BLOCKS | shows]
+    return Prompt(
+        rubric=rubric, version="example", description="", labels=("pass", "fail"),
+        template="", path=Path("<example>"), hash="sha256:align-example", system="-",
+        user="\n".join(f"{{{{{name}}}}}" for name in names), variables=frozenset(names))
 
 
 def template_safe(text: str) -> str:
@@ -79,9 +90,13 @@ def named_ledger(item: Item, keys: set[str]) -> tuple[dict[str, Any], int]:
     return out, omitted
 
 
-def blocks_of(item: Item, redaction: Redaction | None) -> dict[str, str]:
-    """The item's data blocks as rendered (redacted, model-blind, fences escaped)."""
-    request = render(replace(_BLOCKS_PROMPT, rubric=item.rubric), item, redaction=redaction,
+def blocks_of(item: Item, redaction: Redaction | None,
+              shows: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The item's data blocks as rendered (redacted, model-blind, fences escaped): goal,
+    ledger, events and target, and those of the other blocks in `shows` (the variables of
+    the prompt the example is for: a reply prompt's end state, actions, unsupported values
+    and other owners' facts are what its verdicts rest on)."""
+    request = render(_blocks_prompt(item.rubric, shows), item, redaction=redaction,
                      nonce=_MARK)
     return {m.group(1): m.group(2) for m in _BLOCK_RE.finditer(request.messages[0]["content"])}
 
@@ -117,11 +132,12 @@ def verdict_words(label: str, key: str | None, evidence: int | None) -> str:
 
 
 def example_text(d: Disagreement, item: Item, number: int,
-                 redaction: Redaction | None) -> str:
-    """Example `number` of the prompt: its blocks and the reviewers' verdict."""
+                 redaction: Redaction | None, shows: frozenset[str] = frozenset()) -> str:
+    """Example `number` of the prompt: its blocks (those `shows` names besides the core
+    four; see `blocks_of`) and the reviewers' verdict."""
     keys = {k for k in (d.human.violated_key, d.judge.violated_key) if k}
     ledger, omitted = named_ledger(item, keys)
-    blocks = blocks_of(replace(item, ledger=ledger), redaction)
+    blocks = blocks_of(replace(item, ledger=ledger), redaction, shows)
     human = verdict_words(d.human.label, d.human.violated_key, d.human.evidence_event)
     judged = verdict_words(d.judge.label, d.judge.violated_key, d.judge.evidence_event)
     # keys are the scenario's (reviewed); still, nothing of a label reaches the template raw
@@ -145,11 +161,12 @@ def choose_examples(clusters: Sequence[Cluster], items: Mapping[str, Item], *,
                     train: set[str], redaction: Redaction | None,
                     budget: int = DEFAULT_TOKEN_BUDGET, max_examples: int = DEFAULT_MAX_EXAMPLES,
                     seed: int = 0, shown: set[str] | None = None,
-                    first: int = 1) -> list[Example]:
+                    first: int = 1, shows: frozenset[str] = frozenset()) -> list[Example]:
     """Corrected examples from the train disagreements of `clusters`, balanced by corrected
     label and by cluster, within `budget` tokens (see the module doc). Only items in
     `train` are ever used, and none in `shown` (already in the parent prompt); they are
-    numbered from `first`."""
+    numbered from `first`; each shows the blocks of `blocks_of(..., shows)` (pass the
+    parent prompt's variables)."""
     shown = shown or set()
     queues = {c.id: sorted((d for d in c.members if d.item_id in train
                             and d.item_id not in shown),
@@ -169,7 +186,7 @@ def choose_examples(clusters: Sequence[Cluster], items: Mapping[str, Item], *,
         mine = [c for c in open_ if label_of[c] == labels[0]]
         cid = min(mine, key=lambda c: (taken[c], -size[c], c))
         d = queues[cid].pop(0)
-        text = example_text(d, items[d.item_id], first + len(chosen), redaction)
+        text = example_text(d, items[d.item_id], first + len(chosen), redaction, shows)
         tokens = (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
         if tokens > left:
             continue  # too long for what is left: try the next one

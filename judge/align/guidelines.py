@@ -137,15 +137,17 @@ class ClusterRequest:
 def cluster_request(cluster: Cluster, items: Mapping[str, Item], *, rubric: str,
                     description: str, prompt: GuidelinesPrompt, params: ModelParams,
                     redaction: Redaction | None, train: set[str],
-                    max_items: int = MAX_ITEMS, max_rules: int = MAX_RULES) -> ClusterRequest:
-    """The request asking for rules from `cluster` (its first `max_items` train items)."""
+                    max_items: int = MAX_ITEMS, max_rules: int = MAX_RULES,
+                    shows: frozenset[str] = frozenset()) -> ClusterRequest:
+    """The request asking for rules from `cluster` (its first `max_items` train items,
+    each with the blocks of `blocks_of(..., shows)`: pass the parent prompt's variables)."""
     members = [d for d in cluster.members if d.item_id in train][:max_items]
     bodies: list[list[tuple[str, str]]] = []
     for d in members:
         item = items[d.item_id]
         keys = {k for k in (d.human.violated_key, d.judge.violated_key) if k}
         ledger, _ = named_ledger(item, keys)
-        blocks = blocks_of(replace(item, ledger=ledger), redaction)
+        blocks = blocks_of(replace(item, ledger=ledger), redaction, shows)
         parts = [(name, blocks[name]) for name, _ in BLOCKS if name in blocks]
         if d.notes:
             parts.append(("reviewer_note", _data(" | ".join(d.notes), item, redaction,

@@ -345,7 +345,8 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
                     request = cluster_request(
                         cluster, items, rubric=rubric, description=parent.description,
                         prompt=gp, params=settings.model_params(),
-                        redaction=settings.redaction(), train=set(split.train))
+                        redaction=settings.redaction(), train=set(split.train),
+                        shows=parent.variables)
                     asked.append(await _ask_rules(request, provider, store.calls, settings,
                                                   items, gp.hash, counts))
                     tick()
@@ -361,7 +362,8 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
                                    redaction=settings.redaction(), budget=options.budget,
                                    max_examples=options.max_examples, seed=options.seed,
                                    shown=set(inherited),
-                                   first=examples_in(parent.system) + 1)
+                                   first=examples_in(parent.system) + 1,
+                                   shows=parent.variables)
     rules = [r for got in asked for r in got.rules]
     parts = []
     if examples:
