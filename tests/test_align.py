@@ -238,6 +238,26 @@ def test_guidelines_rules_cite_train_items_and_a_rerun_asks_nothing(
     assert not again["candidate"]["written"]  # the same draft, not a v5
 
 
+def test_both_methods_write_examples_and_rules_from_train_only(
+        db: str, sim: tuple[FakeProviderServer, SimJudge]) -> None:
+    code, report, err = align("--method", "both")
+    assert code == 0, err
+    prompt = load_prompt("scope_fidelity", report["candidate"]["version"])
+    record = prompt.aligned
+    assert record is not None and record["method"] == "both" and prompt.is_draft
+    train = set(record["train_items"])
+    examples = [e["item_id"] for e in report["proposal"]["examples"]]
+    assert examples and set(examples) <= train and record["examples"] == examples
+    assert record["guidelines"] and all(set(r["cites"]) <= train for r in record["guidelines"])
+    assert "Worked examples." in prompt.system
+    assert "Rules from reviewed disagreements" in prompt.system
+    held = {r["item_id"] for r in world()[2]} - train
+    assert len(held) == report["split"]["held_out"]["n"]
+    text = Path(report["candidate"]["path"]).read_text(encoding="utf-8")
+    assert not any(i in text for i in held)
+    assert load_prompt("scope_fidelity").version == "v3"  # no --accept: still a draft
+
+
 def test_too_few_labels_is_refused_naming_how_many_more(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'few.db'}"
