@@ -70,8 +70,10 @@ FORBIDDEN: dict[str, set[str]] = {
                 "record"},
     "review": {"providers", "grading", "pipeline", "suite", "calibration", "reports"},
     "labels": {"providers", "grading", "pipeline", "suite", "routing"},
-    "calibration": {"suite", "probes"},
-    "probes": {"suite", "review", "reports", "pipeline", "routing"},
+    "calibration": {"suite", "probes", "align"},
+    "probes": {"suite", "review", "reports", "pipeline", "routing", "align"},
+    # judge align: beside calibration and probes, calling both; nothing but the CLI calls it
+    "align": {"suite", "review", "reports", "pipeline", "routing", "serve", "compare"},
     "reports": {"providers", "grading", "pipeline", "suite", "routing", "compare"},
     "stats": _EVERYTHING - {"formats", "stats"},
     "testing": set(),
@@ -81,6 +83,8 @@ FORBIDDEN: dict[str, set[str]] = {
 for _unit in FORBIDDEN:
     if _unit != "cli":
         FORBIDDEN[_unit] = FORBIDDEN[_unit] | {"cli"}  # nothing imports the CLI
+    if _unit not in ("cli", "testing"):
+        FORBIDDEN[_unit] = FORBIDDEN[_unit] | {"align"}  # only the CLI (and tests) run it
     if _unit != "testing":
         FORBIDDEN[_unit] = FORBIDDEN[_unit] | {"testing"}  # production code never imports it
     if _unit != "pytest_plugin":

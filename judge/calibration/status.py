@@ -35,11 +35,15 @@ class CalibrationStatus:
 
 
 def current_prompts(model: str, rubric: str | None = None) -> list[Current]:
-    """(rubric, newest prompt version, its hash, model) per rubric with prompt files."""
+    """(rubric, default prompt version, its hash, model) per rubric with prompt files: the
+    newest version that is not a draft (judge.prompts.files; a draft `judge align` wrote is
+    not graded, so it needs no record until it is accepted)."""
     from judge.prompts.files import list_prompts, version_key
 
     latest: dict[str, tuple[str, str]] = {}
     for p in list_prompts():
+        if p.is_draft:
+            continue
         old = latest.get(p.rubric)
         if old is None or version_key(p.version) > version_key(old[0]):
             latest[p.rubric] = (p.version, p.hash)
@@ -106,5 +110,25 @@ def check_calibration(
             records += stored_records(store)
             if counts is None:
                 counts = label_counts(store.labels_for(rubric=rubric), rubric)
-    return CalibrationStatus(model=model, current=current,
-                             stale=stale_rubrics(records, current, counts, grow_share))
+    stale: list[str] = []
+    for cur in current:  # one at a time, to say which reason belongs to an aligned version
+        stale += [aligned_hint(cur, reason)
+                  for reason in stale_rubrics(records, [cur], counts, grow_share)]
+    return CalibrationStatus(model=model, current=current, stale=stale)
+
+
+def aligned_hint(current: Current, reason: str) -> str:
+    """`reason` (why `current` is stale), saying so when the version is one `judge align`
+    wrote: its parent's records do not carry over (another prompt hash), so until `judge
+    calibrate fit` runs on it every verdict of it goes to review."""
+    from judge.prompts.files import load_prompt
+
+    rubric, version, phash, _model = current
+    try:
+        prompt = load_prompt(rubric, version)
+    except ConfigError:
+        return reason
+    if prompt.aligned is None or prompt.hash != phash:
+        return reason
+    return (f"{reason}; {version} was aligned from {prompt.aligned.get('parent')} by judge "
+            f"align and is uncalibrated until fitted (judge calibrate fit --rubric {rubric})")

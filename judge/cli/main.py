@@ -62,6 +62,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("probe", "judge.cli.probe", "probe",
           "Robustness probes: flip rate on variants that must not change a verdict, catch "
           "rate on those that must.", panel=JUDGING),
+    Entry("align", "judge.cli.align", "align",
+          "Propose a better prompt from the items where the judge disagreed with people, "
+          "and prove it on held-out labels.", panel=JUDGING),
     Entry("prompts", "judge.cli.prompts", "app", "Versioned judge prompts: list, show, diff.",
           panel=JUDGING),
     Entry("calibrate", "judge.cli.calibrate", "app",

@@ -22,7 +22,8 @@ def list_cmd() -> None:
     JUDGE_PROMPTS_DIR or judge.toml `prompts_dir`), or, for a user file of the same rubric
     and version as a built-in one, `user, replaces built-in` with `(same text)` or
     `(text differs from built-in sha256:…)`: the user's text is what runs, and its hash, not
-    the built-in's, is what verdicts and calibration records carry.
+    the built-in's, is what verdicts and calibration records carry. A version marked
+    `status: draft` (what `judge align` writes) says so: it is never the default.
     """
     with cli_errors():
         prompts = list_prompts()
@@ -38,18 +39,22 @@ def list_cmd() -> None:
 
 
 def _source(p: Prompt) -> str:
+    draft = f", draft (aligned from {field(str(p.aligned.get('parent')))}; not the default " \
+        "until accepted)" if p.is_draft and p.aligned else ", draft (not the default)" \
+        if p.is_draft else ""
     if p.replaces is None:
-        return p.source
+        return p.source + draft
     if p.replaces == p.hash:
-        return f"{p.source}, replaces built-in (same text)"
-    return f"{p.source}, replaces built-in (text differs from built-in {p.replaces})"
+        return f"{p.source}, replaces built-in (same text){draft}"
+    return f"{p.source}, replaces built-in (text differs from built-in {p.replaces}){draft}"
 
 
 @app.command("show")
 def show_cmd(
     rubric: str = typer.Argument(..., help="rubric name, e.g. scope_fidelity"),
     version: str | None = typer.Option(None, "--version", "-v",
-                                       help="prompt version (default: the highest)"),
+                                       help="prompt version (default: the highest that "
+                                            "is not a draft)"),
 ) -> None:
     """Print one prompt file with its identity."""
     with cli_errors():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,15 +85,20 @@ def probe_rubric(store: Store, rubric: str, provider: Provider, settings: Settin
                  prompt: Prompt, limit: int | None = None, store_report: bool = True,
                  on_start: Callable[[int], None] | None = None,
                  on_result: Callable[[Verdict], None] | None = None,
-                 jury: Jury | None = None) -> ProbeRun:
-    """Probe `rubric`'s labelled items (the first `limit` by item id) under `prompt` with
-    `provider`; the provider is closed afterwards. InputError when no labelled item is
-    stored."""
+                 jury: Jury | None = None,
+                 item_ids: Collection[str] | None = None) -> ProbeRun:
+    """Probe `rubric`'s labelled items (the first `limit` by item id; only `item_ids` when
+    given, as `judge align` probes its held-out split) under `prompt` with `provider`; the
+    provider is closed afterwards. InputError when no labelled item is stored."""
     from judge.grading.engine import GradingStats, grade_items
     from judge.grading.jury import close_judges, judge_of
 
     jury, model = judge_of(provider, jury, rubric)
     found = labelled_items(store, rubric)
+    if item_ids is not None:
+        wanted = set(item_ids)
+        found.items = [it for it in found.items if it.item_id in wanted]
+        found.missing = [i for i in found.missing if i in wanted]
     if not found.items:
         extra = f" ({len(found.missing)} labelled items are not stored)" if found.missing else ""
         raise InputError(f"no labelled items of rubric '{rubric}' in the database{extra}",

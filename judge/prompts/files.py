@@ -23,6 +23,14 @@ file it replaced, if any).
 Templates use `{{name}}` substitution from a fixed set of variables (TEMPLATE_VARIABLES);
 an undefined variable or a broken front matter is a ConfigError naming the file, the line
 and the field, raised at load time, before any provider call.
+
+Drafts. A version whose front matter says `status: draft` (what `judge align` writes) is
+listed and can be named (`load_prompt(rubric, "v4")`), but it is never the default: the
+default is the highest version that is not a draft. Accepting a draft deletes that one line,
+and the `status` line is left out of the prompt's hash, so the version keeps its identity
+(its verdicts, cached calls and calibration records) when it becomes the default. Its
+`aligned` record (parent version and hash, split, train items, method: docs/formats.md,
+"Aligned prompt versions") is part of the hash like any other front matter.
 """
 
 from __future__ import annotations
@@ -42,6 +50,16 @@ from judge.verdicts.schema import verdict_schema
 
 ALLOWED_LABELS = ("pass", "fail")
 FRONT_FIELDS = ("rubric", "version", "description", "labels")
+#: front matter a version may carry: `status: draft`, and the record `judge align` writes
+OPTIONAL_FRONT_FIELDS = ("status", "aligned")
+DRAFT = "draft"
+#: the fields of an `aligned` record, and the type each must have
+ALIGNED_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "parent": str, "parent_hash": str, "model": str, "method": str, "split": dict,
+    "train_items": list, "examples": list, "guidelines": list, "guidelines_prompt": dict,
+    "inherited_items": list,
+}
+ALIGNED_REQUIRED = ("parent", "parent_hash", "model", "method", "split", "train_items")
 #: Variables a template may use; `render` fills every one of them.
 TEMPLATE_VARIABLES = frozenset({
     "goal", "ledger", "events", "target", "rubric", "rubric_labels", "item_kind",
@@ -71,6 +89,14 @@ class Prompt:
     source: str = "built-in"
     #: for a user file of the same rubric and version as a built-in one: the built-in's hash
     replaces: str | None = None
+    #: "draft" for a version that is never the default until accepted; None otherwise
+    status: str | None = None
+    #: what `judge align` built this version from (its front matter record), or None
+    aligned: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status == DRAFT
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -155,9 +181,10 @@ def parse_prompt(text: str, path: Path) -> Prompt:
     if not isinstance(meta, dict):
         raise _err(path, 2, None, "front matter must be a mapping")
     for name in meta:
-        if name not in FRONT_FIELDS:
+        if name not in FRONT_FIELDS and name not in OPTIONAL_FRONT_FIELDS:
+            known = ", ".join((*FRONT_FIELDS, *OPTIONAL_FRONT_FIELDS))
             raise _err(path, _front_line(front, str(name)), str(name),
-                       f"unknown front matter field (expected {', '.join(FRONT_FIELDS)})")
+                       f"unknown front matter field (expected {known})")
     for name in FRONT_FIELDS:
         if name not in meta or meta[name] in (None, ""):
             raise _err(path, 1, name, "required in the front matter")
@@ -177,15 +204,62 @@ def parse_prompt(text: str, path: Path) -> Prompt:
     if path.stem != version:
         raise _err(path, _front_line(front, "version"), "version",
                    f"'{version}' does not match the file name '{path.stem}'")
+    status = meta.get("status")
+    if status is not None and status != DRAFT:
+        raise _err(path, _front_line(front, "status"), "status",
+                   f"must be '{DRAFT}' (or absent: a version that can be the default)")
+    aligned = _check_aligned(meta.get("aligned"), front, path)
     system, user = _sections(body, body_line, path)
     _check_variables(body, body_line, path)
     used = {m.group(1) for m in VAR_RE.finditer(body)}
     return Prompt(
         rubric=rubric, version=version, description=meta["description"].strip(),
         labels=tuple(labels), template=body, path=path,
-        hash=prompt_hash(text, verdict_schema(tuple(labels))), system=system, user=user,
-        variables=frozenset(used),
+        hash=prompt_hash(without_status(text), verdict_schema(tuple(labels))), system=system,
+        user=user, variables=frozenset(used), status=status, aligned=aligned,
     )
+
+
+_STATUS_LINE = re.compile(r"^status\s*:")
+
+
+def without_status(text: str) -> str:
+    """The prompt file's text without its front matter's `status:` line: what the hash
+    covers, so accepting a draft (deleting that line) keeps the version's identity. Text
+    without a status line is returned unchanged (every hash made before drafts existed)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return text
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            kept = [ln for ln in lines[1:end] if not _STATUS_LINE.match(ln)]
+            if len(kept) == end - 1:
+                return text
+            return "\n".join([lines[0], *kept, *lines[end:]])
+    return text
+
+
+def _check_aligned(value: Any, front: str, path: Path) -> dict[str, Any] | None:
+    """The `aligned` record as written by `judge align`, checked field by field."""
+    if value is None:
+        return None
+    line = _front_line(front, "aligned")
+    if not isinstance(value, dict):
+        raise _err(path, line, "aligned", "must be a mapping (the record judge align writes)")
+    for name, want in ALIGNED_FIELDS.items():
+        if name in value and not isinstance(value[name], want):
+            kind = want.__name__ if isinstance(want, type) else "value"
+            raise _err(path, line, f"aligned.{name}", f"must be a {kind}")
+    for name in value:
+        if name not in ALIGNED_FIELDS:
+            raise _err(path, line, f"aligned.{name}",
+                       f"unknown field (expected {', '.join(ALIGNED_FIELDS)})")
+    for name in ALIGNED_REQUIRED:
+        if name not in value:
+            raise _err(path, line, f"aligned.{name}", "required in an aligned record")
+    if not all(isinstance(i, str) for i in value["train_items"]):
+        raise _err(path, line, "aligned.train_items", "must be a list of item ids")
+    return dict(value)
 
 
 def _sections(body: str, body_line: int, path: Path) -> tuple[str, str]:
@@ -287,7 +361,8 @@ def known_rubrics() -> list[str]:
 
 
 def load_prompt(rubric: str, version: str | None = None) -> Prompt:
-    """The prompt of `rubric` at `version` (None = the highest version of any source)."""
+    """The prompt of `rubric` at `version` (None = the default: the highest version of any
+    source that is not a draft)."""
     found = _versions(rubric)
     if not found:
         known = ", ".join(known_rubrics()) or "none"
@@ -298,12 +373,30 @@ def load_prompt(rubric: str, version: str | None = None) -> Prompt:
         raise ConfigError(f"unknown rubric '{rubric}': no prompt files under "
                           f"{where} (known rubrics: {known})")
     if version is None:
-        return found[-1].load()
+        return _default(rubric, found)
     for f in found:
         if f.path.stem == version:
             return f.load()
     have = ", ".join(f.path.stem for f in found)
     raise ConfigError(f"rubric '{rubric}' has no prompt version '{version}' (have: {have})")
+
+
+def _default(rubric: str, found: list[_Found]) -> Prompt:
+    for f in reversed(found):
+        prompt = f.load()
+        if not prompt.is_draft:
+            return prompt
+    drafts = ", ".join(f.path.stem for f in found)
+    raise ConfigError(f"rubric '{rubric}' has only draft versions ({drafts}): none is the "
+                      "default until one is accepted (judge align --accept, or delete its "
+                      "'status: draft' line)")
+
+
+def next_version(rubric: str) -> str:
+    """The version after every version of `rubric` in any source, drafts included: `v4`
+    when `v3` is the highest (`v1` for a rubric with no `vN` version)."""
+    numbers = [version_key(f.path.stem)[0] for f in _versions(rubric)]
+    return f"v{max([0, *numbers]) + 1}"
 
 
 def list_prompts() -> list[Prompt]:

@@ -169,6 +169,21 @@ def _passing(sc: dict[str, Any]) -> bool:
     return bool(sc.get("total")) and sc.get("passed") == sc.get("total")
 
 
+def aligned_from(rubric: str, version: str, prompt_hash: str | None) -> str | None:
+    """The parent version of a prompt version `judge align` wrote (its file still there,
+    with that hash), else None."""
+    from judge.errors import ConfigError
+    from judge.prompts.files import load_prompt
+
+    try:
+        prompt = load_prompt(rubric, version)
+    except ConfigError:
+        return None
+    if prompt.hash != prompt_hash or prompt.aligned is None:
+        return None
+    return str(prompt.aligned.get("parent"))
+
+
 def prompt_states(store: Store, verdicts: Sequence[Verdict]) -> list[PromptState]:
     """Each (rubric, prompt version, hash, model) of the verdicts with its calibration state
     now — calibrated, stale (judge.calibration.staleness: labels grew since the record) or
@@ -194,10 +209,13 @@ def prompt_states(store: Store, verdicts: Sequence[Verdict]) -> list[PromptState
             need = {k: max(0, MIN_PER_CLASS - counts[rubric][k]) for k in ("pass", "fail")}
             todo = (f"label {need['fail']} more fail and {need['pass']} more pass item(s) "
                     "with judge label, then fit" if any(need.values()) else "fit a calibration")
+            parent = aligned_from(rubric, version, phash)
+            origin = (f"; {version} was aligned from {parent} by judge align, and {parent}'s "
+                      "calibration does not carry over" if parent else "")
             out.append(PromptState(
                 rubric, version, phash, model, len(vs), shares, "none",
                 f"no calibration record: every verdict goes to review ({labelled} item(s) "
-                "labelled)", todo, f"judge calibrate fit --rubric {rubric}"))
+                f"labelled){origin}", todo, f"judge calibrate fit --rubric {rubric}"))
             continue
         reasons = stale_rubrics([record], [(rubric, version, phash, model)],
                                 {rubric: labelled})

@@ -618,6 +618,18 @@ class Store:
                     out[iid] = dict(data)
         return out
 
+    def trace_metadata(self, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored `metadata` of these traces (absent ids are left out), in chunked
+        reads: what `judge align` groups items by (a trace's `task_id`)."""
+        ids = list(dict.fromkeys(trace_ids))
+        out: dict[str, dict[str, Any]] = {}
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                for tid, meta in conn.execute(select(T_TRACE.c.trace_id, T_TRACE.c.meta).where(
+                        T_TRACE.c.trace_id.in_(ids[i:i + _CHUNK]))):
+                    out[tid] = dict(meta or {})
+        return out
+
     def trace_bodies(self, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored trace documents (formats §1) of these ids (absent ids are left out), in
         chunked reads: what `judge compare` and `judge canary` diff a stored run's traces on."""
