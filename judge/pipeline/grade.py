@@ -15,6 +15,7 @@ batch API, then grades from the cache.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import suppress
@@ -35,6 +36,7 @@ from judge.pipeline.sink import VerdictSink
 from judge.prompts import Prompt, render
 from judge.providers.base import CallCache, JudgeRequest, Provider
 from judge.providers.ratelimit import RateLimiter
+from judge.request import ItemView
 from judge.routing import RoutingPolicy
 from judge.settings import Settings
 
@@ -128,6 +130,25 @@ def grade_run(sources: Iterable[Source], *, store: Store, config: Mapping[str, A
     return result
 
 
+def compact(request: JudgeRequest) -> JudgeRequest:
+    """`request` with a view that keeps what the cache key and the item's schema read (its
+    rubric, kind, seq, turn, ledger keys and slice seqs) and none of the shown data, which
+    only local providers read: a remote provider's request is what crosses the pipe from
+    the checking child (judge.pipeline.checkproc), and the data was half its bytes."""
+    view = request.view
+    if view is None:
+        return request
+    light = ItemView(rubric=view.rubric, kind=view.kind, seq=view.seq, turn=view.turn,
+                     ledger_keys=view.ledger_keys, slice_seqs=view.slice_seqs,
+                     parts=_not_sent)
+    return dataclasses.replace(request, view=light)
+
+
+def _not_sent(name: str) -> Any:
+    raise RuntimeError(f"the request's view of block {name!r} was not sent to the grading "
+                       "process (only local providers read it: judge.pipeline.grade.compact)")
+
+
 def failure_reason(exc: BaseException) -> str:
     """One line saying why a run died (a JudgeError's message, else the exception's type and
     the first line of its message)."""
@@ -196,19 +217,24 @@ class _Pipeline:
 
     def _prepare(self) -> Callable[[Item], JudgeRequest | None]:
         """Renders an item's request exactly as its grader would (None if it cannot: the
-        grader then renders it and records the failure)."""
+        grader then renders it and records the failure). When every judge is remote, the
+        request crosses from the checking child without its view's data (`compact`): only
+        local providers read it, and it was half of every record's bytes."""
         params, redaction, prompts = self.settings.model_params(), self.settings.redaction(), \
             self.prompts
         skip = self.skip
+        local = not self.provider.remote or (
+            self.jury is not None and any(not p.remote for p in self.jury.providers.values()))
 
         def prepare(item: Item) -> JudgeRequest | None:
             prompt = prompts.get(item.rubric)
             if prompt is None or item.item_id in skip:
                 return None
             try:
-                return render(prompt, item, params, redaction)
+                request = render(prompt, item, params, redaction)
             except Exception:  # the grader renders it again and reports why
                 return None
+            return request if local else compact(request)
 
         return prepare
 
