@@ -36,7 +36,7 @@ STAGES: list[tuple[str, str]] = [
     ("grading engine / pipeline", r"\(judge/(grading|pipeline)/"),
     ("CLI / output", r"\(judge/cli/|\(typer/|\(click/|\(rich/|\(judge/outputs\.py"),
 ]
-_PROC = re.compile(r'^process (\d+):"([^"]*)"$')
+_PROC = re.compile(r'process (\d+):"([^"]*)";?')
 
 
 def read(path: Path) -> dict[str, Counter[tuple[str, ...]]]:
@@ -46,14 +46,13 @@ def read(path: Path) -> dict[str, Counter[tuple[str, ...]]]:
         stack, _, n = line.rpartition(" ")
         if not n.isdigit():
             continue
-        frames = stack.split(";")
         proc = "?"
         # with --subprocesses a child's stacks start with its ancestors' process frames too
-        while frames and _PROC.match(frames[0]):
-            m = _PROC.match(frames[0])
-            assert m is not None
-            proc = f"{m.group(1)} {m.group(2)[:90]}"
-            frames = frames[1:]
+        # (a command line may hold ';', so these are cut off before splitting the frames)
+        while (m := _PROC.match(stack)) is not None:
+            proc = f"{m.group(1)} {' '.join(m.group(2).split())[-90:]}"
+            stack = stack[m.end():]
+        frames = stack.split(";") if stack else []
         out[proc][tuple(frames)] += int(n)
     return out
 

@@ -35,10 +35,11 @@ its call is stored under the key of that mode, so a rerun, which starts in the r
 mode, finds it. A refusal (a request the server rejects as malformed) is not retried: the
 item is unscored with the server's one-line message.
 
-Durability. With a cache that stores in the background (judge.grading.writebehind), an item's
-grading waits until its calls are stored before it returns: at any moment each worker has
-at most one call that reached the provider and is not stored, so a run killed at any point
-has lost at most `concurrency` calls, and a resumed run repeats none that was stored.
+Durability. With a cache that stores in the background (judge.pipeline.callproc's child,
+or judge.grading.writebehind's thread), an item's grading waits until its calls are stored
+before it returns: at any moment each worker has at most one call that reached the provider
+and is not stored, so a run killed at any point has lost at most `concurrency` calls, and a
+resumed run repeats none that was stored.
 
 Concurrency: a fixed pool of `concurrency` workers over the item list, so at most that many
 requests are in flight and no per-item task is created; cached items never wait on I/O.

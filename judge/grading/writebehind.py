@@ -1,5 +1,10 @@
 """A call cache that stores from a background thread, so the event loop never waits on disk.
 
+A grading run with a database stores its calls from a forked child instead where it can
+(judge.pipeline.callproc: the thread shares the interpreter lock with a busy loop, which
+made each call wait ~10 ms to be stored); this thread is the same contract where a child
+cannot be forked (off Linux, an in-memory database) and for callers outside the pipeline.
+
 `put` returns at once; a writer thread stores pending calls in batches (one transaction for
 all the calls that arrived while the previous batch was being stored). `get` sees pending
 calls too. `wait_stored(key)` lets the grading engine wait, without blocking the loop, until

@@ -42,14 +42,20 @@ from judge.settings import Settings
 
 if TYPE_CHECKING:
     from judge.grading.writebehind import WriteBehindCache
+    from judge.pipeline.callproc import CallWriterProcess
     from judge.store import Store
+
+    #: where a run with a store keeps its calls (the same contract either way)
+    CallWriter = WriteBehindCache | CallWriterProcess
 
 
 @dataclass(frozen=True)
 class GradeOptions:
     """`policy=None`: mark vetoes only (no database to queue reviews in). `keep_verdicts`:
     return every verdict, in item order (what `judge grade` prints). `check_process`: check
-    traces and render requests in a forked child (judge.pipeline.checkproc) where possible."""
+    traces and render requests in a forked child (judge.pipeline.checkproc) where possible;
+    `store_process`: store provider calls from another (judge.pipeline.callproc), else from
+    a thread (judge.grading.writebehind)."""
 
     replay_only: bool = False
     policy: RoutingPolicy | None = field(default_factory=RoutingPolicy)
@@ -57,6 +63,7 @@ class GradeOptions:
     batch_poll_s: float = 5.0
     keep_verdicts: bool = False
     check_process: bool = True  # check and render in a forked child where possible
+    store_process: bool = True  # store calls from a forked child where possible
 
 
 @dataclass
@@ -258,15 +265,27 @@ class _Pipeline:
 
         return None, in_process()
 
+    def _writer(self, proc: CheckerProcess | None) -> CallWriter:
+        """Where this run's calls are stored: a forked child where possible (after the
+        checking child, whose pipe it must not hold: judge.pipeline.callproc), else the
+        write-behind thread."""
+        assert self.store is not None
+        if self.options.store_process and can_fork(self.store):
+            from judge.pipeline.callproc import CallWriterProcess
+
+            writer = CallWriterProcess(self.store)
+            writer.start(close_in_child=proc.parent_ends() if proc is not None else ())
+            return writer
+        from judge.grading.writebehind import WriteBehindCache
+
+        return WriteBehindCache(self.store.calls)
+
     async def run(self) -> None:
         proc, checked_traces = self._checks()
-        writer = None
+        writer: CallWriter | None = None
         try:
             if self.cache is None:
-                assert self.store is not None
-                from judge.grading.writebehind import WriteBehindCache
-
-                writer = WriteBehindCache(self.store.calls)
+                writer = self._writer(proc)
                 self.cache = writer
             await self._run(checked_traces, writer)
         finally:
@@ -276,12 +295,12 @@ class _Pipeline:
                 await checked_traces.aclose()  # type: ignore[attr-defined]
             if proc is not None:
                 proc.close()
-            if writer is not None and writer.running:  # failed before grading: end its thread
+            if writer is not None and writer.running:  # failed before grading: end it
                 with suppress(Exception):
                     writer.close()
 
     async def _run(self, checked_traces: AsyncIterator[TraceChecked],
-                   writer: WriteBehindCache | None) -> None:
+                   writer: CallWriter | None) -> None:
         if self.store is not None:
             for prompt in self.prompts.values():
                 self.store.save_prompt(prompt)
@@ -386,7 +405,7 @@ class _Pipeline:
             if it.item_id not in self.skip:
                 pool.put(Job(self.run_id, it, self.grader(it.rubric, limiter), request))
 
-    def _finish(self, sink: VerdictSink, writer: WriteBehindCache | None,
+    def _finish(self, sink: VerdictSink, writer: CallWriter | None,
                 failed: bool) -> None:
         """Store what is pending: calls, then verdicts. After a failure, a second failure
         here must not hide the first."""
