@@ -265,6 +265,11 @@ class _Pipeline:
 
         return None, in_process()
 
+    def _providers(self) -> list[Provider]:
+        extra = [p for p in self.jury.providers.values() if p is not self.provider] \
+            if self.jury is not None else []
+        return [self.provider, *extra]
+
     def _writer(self, proc: CheckerProcess | None) -> CallWriter:
         """Where this run's calls are stored: a forked child where possible (after the
         checking child, whose pipe it must not hold: judge.pipeline.callproc), else the
@@ -287,6 +292,9 @@ class _Pipeline:
             if self.cache is None:
                 writer = self._writer(proc)
                 self.cache = writer
+            # the judges' SDKs are imported now, beside the checking child's first traces
+            for provider in self._providers():
+                provider.prepare()
             await self._run(checked_traces, writer)
         finally:
             # close the trace stream while its pipe is open: left to the loop's shutdown, a

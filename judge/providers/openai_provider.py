@@ -9,8 +9,9 @@ JSON Schema, receives exactly the body it always did, apart from the item's enum
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides, using the
 `ProviderFailure` this module raises for every SDK error; a refusal (a request the server
-rejects as malformed) is never retried. The SDK is imported when a provider is built, not
-with this module. Batches: `openai_batch.py`.
+rejects as malformed) is never retried. The SDK is imported on first use (`prepare`, or the
+first call), not with this module nor when the provider is built (which only checks that it
+is installed). Batches: `openai_batch.py`.
 
 The live call is the SDK's `post` with its endpoint, auth, headers, timeout and errors, made
 lighter on both ends (issue 25): the body goes out as JSON bytes made by orjson (the same
@@ -29,11 +30,19 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from judge.errors import ConfigError
-from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
+from judge.providers.base import (
+    NO_KEY,
+    JudgeRequest,
+    Provider,
+    ProviderFailure,
+    ProviderResponse,
+    need_sdk,
+)
 from judge.providers.response_format import (
     AUTO,
     DESCRIPTIONS,
     JSON_SCHEMA,
+    MODES,
     FormatMemory,
     Ladder,
     Notice,
@@ -205,23 +214,51 @@ class OpenAIProvider(Provider):
                  timeout: float = 60.0, client: openai.AsyncOpenAI | None = None,
                  response_format: str = AUTO, memory: FormatMemory | None = None,
                  on_notice: Notice = stderr_notice) -> None:
-        import openai
-
+        if client is None:
+            need_sdk("openai")
+        if response_format != AUTO and response_format not in MODES:
+            raise ValueError(f"unknown response format {response_format!r}")
         self.model = model
         self.spec = f"openai:{model}"
         self.base_url = base_url
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
-        self.client = client or openai.AsyncOpenAI(api_key=api_key, base_url=base_url,
-                                                   timeout=timeout, max_retries=0)
-        self.endpoint = str(self.client.base_url)
+        self._client = client
+        self._client_args: dict[str, Any] = {"api_key": api_key, "base_url": base_url,
+                                             "timeout": timeout, "max_retries": 0}
         official = base_url is None or "api.openai.com" in base_url
         self.token_field = "max_completion_tokens" if official else "max_tokens"
         #: where found modes are remembered (the settings cache)
         self.memory = memory if memory is not None else FormatMemory.default()
         self.on_notice = on_notice
-        remembered = self.memory.get(self.endpoint, model) if response_format == AUTO else None
-        self.ladder = Ladder(setting=response_format, remembered=remembered,
-                             on_found=self._found)
+        self._setting = response_format
+        self._ladder: Ladder | None = None
+
+    # The SDK (0.5 s of CPU to import) and its client are made on first use, not when the
+    # provider is built: a run forks its checking child first, and the import runs beside
+    # the child's first traces (judge.pipeline.grade calls `prepare` right after the fork).
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(**self._client_args)
+        return self._client
+
+    @property
+    def endpoint(self) -> str:  # type: ignore[override]  # read-only here
+        return str(self.client.base_url)
+
+    @property
+    def ladder(self) -> Ladder:
+        if self._ladder is None:
+            remembered = self.memory.get(self.endpoint, self.model) \
+                if self._setting == AUTO else None
+            self._ladder = Ladder(setting=self._setting, remembered=remembered,
+                                  on_found=self._found)
+        return self._ladder
+
+    def prepare(self) -> None:
+        self.ladder  # noqa: B018 - builds the client and finds the remembered mode
 
     @property
     def response_format(self) -> str:
