@@ -1,4 +1,5 @@
-"""Peak memory and time of `judge import otel` on OTLP/JSON exports of 1k, 10k and 50k spans.
+"""Peak memory and time of `judge import otel` on OTLP/JSON exports of 1k, 10k and 50k spans,
+and of `judge import inspect` on a zip bomb and on an archive member just under the cap.
 
 Each file is a synthetic agent export in the GenAI conventions: traces of `--per-trace`
 spans (an `invoke_agent` root, then chat spans whose `gen_ai.input.messages` repeat the
@@ -10,6 +11,12 @@ alone), reading the file streaming (`--stream`) and whole (`--no-stream`), side 
 
     python benchmarks/importers.py                      # 1k, 10k, 50k spans
     python benchmarks/importers.py --spans 1000 --per-trace 1000   # one long trace
+    python benchmarks/importers.py --compare /work/main/.venv/bin/python --repeat 3
+        # the same files through another tree's judge too, interleaved, best of 3
+    python benchmarks/importers.py --archives           # the zip bomb, a 127 MiB member
+
+CPU is user + system time of that process (`os.wait4`): what the change costs, whatever the
+machine's load; wall time moves with the load.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-JUDGE = [sys.executable, "-m", "judge.cli.main"]
+JUDGE = ["-m", "judge.cli.main"]
 WORDS = ["order", "refund", "customer", "policy", "confirm", "shipment", "ticket", "account",
          "invoice", "status", "please", "thanks", "update", "change", "address", "payment",
          "card", "receipt", "agent", "check"]
@@ -102,8 +109,8 @@ def make_export(path: Path, spans: int, per_trace: int, window: int) -> int:
     return n_traces
 
 
-def run(cmd: list[str]) -> tuple[float, int, int]:
-    """(seconds, peak RSS in MiB of that process alone, exit code)."""
+def run(cmd: list[str]) -> tuple[float, float, int, int]:
+    """(seconds, CPU seconds, peak RSS in MiB of that process alone, exit code)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -111,7 +118,37 @@ def run(cmd: list[str]) -> tuple[float, int, int]:
     if proc.stderr is not None:
         proc.stderr.read()
         proc.stderr.close()
-    return secs, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+    return (secs, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024,
+            os.waitstatus_to_exitcode(status))
+
+
+def make_bomb(path: Path, member_mib: int, content: bytes) -> None:
+    """An `.eval` whose one sample member is `member_mib` MiB: of `content` repeated (a
+    string's characters, or spaces for a bomb)."""
+    import zipfile
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "bench"}}))
+        with z.open("samples/1_epoch_1.json", "w", force_zip64=True) as fh:
+            fh.write(b'{"id": 1, "epoch": 1, "messages": [{"role": "user", "content": "')
+            block = content * (1 << 20)
+            for _ in range(member_mib):
+                fh.write(block)
+            fh.write(b'"}]}')
+
+
+def archives(pythons: dict[str, str]) -> None:
+    print(f"{'archive':>24} {'file MB':>8} {'tree':>6} {'exit':>4} {'seconds':>8} "
+          f"{'CPU s':>6} {'peak RSS MiB':>12}")
+    with tempfile.TemporaryDirectory() as d:
+        for name, mib, content in (("zip bomb, 2 GiB member", 2048, b" "),
+                                   ("127 MiB string member", 127, b"a")):
+            src = Path(d) / "a.eval"
+            make_bomb(src, mib, content)
+            for tree, py in pythons.items():
+                secs, cpu, rss, rc = run([py, *JUDGE, "import", "inspect", str(src), "-o",
+                                          str(Path(d) / "o.jsonl")])
+                print(f"{name:>24} {src.stat().st_size / 1e6:8.1f} {tree:>6} {rc:>4} "
+                      f"{secs:8.2f} {cpu:6.2f} {rss:12d}")
 
 
 def main() -> None:
@@ -119,22 +156,47 @@ def main() -> None:
     ap.add_argument("--spans", type=int, nargs="*", default=[1000, 10_000, 50_000])
     ap.add_argument("--per-trace", type=int, default=200)
     ap.add_argument("--window", type=int, default=12)
+    ap.add_argument("--compare", metavar="PYTHON",
+                    help="another tree's interpreter: each file through it too, interleaved")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N (default 1)")
+    ap.add_argument("--archives", action="store_true",
+                    help="measure the zip bomb and a member just under the cap instead")
     args = ap.parse_args()
+    pythons = {"this": sys.executable}
+    if args.compare:
+        pythons["other"] = args.compare
     print(f"load average {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
-    print(f"{'spans':>7} {'traces':>6} {'MB':>6} {'mode':>9} {'seconds':>8} {'peak RSS MiB':>12}")
-    base = run([*JUDGE, "--help"])
-    print(f"{'':>7} {'':>6} {'':>6} {'--help':>9} {base[0]:8.2f} {base[1]:12d}")
+    if args.archives:
+        archives(pythons)
+        return
+    print(f"{'spans':>7} {'traces':>6} {'MB':>6} {'mode':>11} {'tree':>6} {'seconds':>8} "
+          f"{'CPU s':>6} {'peak RSS MiB':>12}")
+    for tree, py in pythons.items():
+        base = run([py, *JUDGE, "--help"])
+        print(f"{'':>7} {'':>6} {'':>6} {'--help':>11} {tree:>6} {base[0]:8.2f} "
+              f"{base[1]:6.2f} {base[2]:12d}")
     with tempfile.TemporaryDirectory() as d:
         for n in args.spans:
             src = Path(d) / f"export-{n}.json"
             traces = make_export(src, n, args.per_trace, args.window)
             mb = src.stat().st_size / 1e6
             for mode in ("--stream", "--no-stream"):
-                out = Path(d) / "out.jsonl"
-                secs, rss, rc = run([*JUDGE, "import", "otel", str(src), "-o", str(out), mode])
-                if rc != 0:
-                    raise SystemExit(f"judge import failed ({rc}) on {src}")
-                print(f"{n:>7} {traces:>6} {mb:6.1f} {mode:>9} {secs:8.2f} {rss:12d}")
+                best: dict[str, tuple[float, float, int]] = {}
+                for _ in range(args.repeat):
+                    for tree, py in pythons.items():
+                        out = Path(d) / "out.jsonl"
+                        secs, cpu, rss, rc = run([py, *JUDGE, "import", "otel", str(src),
+                                                  "-o", str(out), mode])
+                        if rc != 0:
+                            raise SystemExit(f"judge import failed ({rc}) on {src}")
+                        old = best.get(tree)
+                        best[tree] = (secs, cpu, rss) if old is None else (
+                            min(old[0], secs), min(old[1], cpu), max(old[2], rss))
+                for tree, (secs, cpu, rss) in best.items():
+                    print(f"{n:>7} {traces:>6} {mb:6.1f} {mode:>11} {tree:>6} {secs:8.2f} "
+                          f"{cpu:6.2f} {rss:12d}")
+                if "other" in best:
+                    print(f"{'':>33} CPU this/other {best['this'][1] / best['other'][1]:.2f}")
             src.unlink()
 
 

@@ -84,14 +84,16 @@ def test_output_is_identical_in_every_format(tmp_path: Path, small_chunks: None)
     many = tmp_path / "many.jsonl"
     many.write_text("\n".join(lines) + "\n")
     crlf = tmp_path / "crlf.jsonl"
-    crlf.write_bytes(b"\r\n".join(x.encode() for x in lines[:12]) + b"\r" + b"\xff{\n"
-                     + trace_line(99, vetoed=False).encode())
+    # (trace ids are unique within one input: the second file's traces have their own)
+    crlf.write_bytes(b"\r\n".join(x.replace('"t/', '"crlf-t/').encode() for x in lines[:12])
+                     + b"\r" + b"\xff{\n" + trace_line(99, vetoed=False).encode())
     for fmt in ("text", "json", "jsonl"):
         for verbose in ((), ("--verbose",)):
             code, out, err = same_with_jobs(str(d), str(many), str(d / "gone.json"),
                                             str(crlf), "--format", fmt, *verbose)
             assert code == 2
-            assert out.count("t/5") == 2 and "t/99" in out  # two files; the last line
+            assert out.count('"t/5"' if fmt != "text" else "t/5") >= 1
+            assert "crlf-t/5" in out and "t/99" in out  # two files; the last line
             err_lines = err.splitlines()
             # every bad line of many.jsonl, gone.json, and in crlf.jsonl two bad lines and
             # one that is not UTF-8

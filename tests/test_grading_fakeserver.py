@@ -126,8 +126,11 @@ def test_timeout_is_retried(kind: str, server: FakeProviderServer, prompt: Promp
     server.enqueue(hang(3.0))
     started = time.perf_counter()
     (v,) = grade(kind, server, prompt, [make_item(1)], timeout=0.4)
+    # two requests: the first timed out and was asked again. That is the proof: a client that
+    # waited out the 3 s hang would have had its answer from the first request. The clock is
+    # only a sanity bound, loose for a loaded machine (2.5 s failed once at load 8).
     assert v.label == "pass" and server.generation_count == 2
-    assert time.perf_counter() - started < 2.5
+    assert time.perf_counter() - started < 8.0
 
 
 @pytest.mark.parametrize("kind", KINDS)

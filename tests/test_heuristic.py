@@ -209,6 +209,11 @@ EXAMPLE_FAILS = {
     "test-account-compaction/fail-second-account#30:scope_fidelity": "oneTestAccount",
     "grocery-memory/fail-stale-memory#5:memory_fidelity": "groceryList",
     "grocery-memory/invented-order-details#9:reply_fidelity": "orderPlaced",
+    # the replaced drop-off preference stored and used on Thursday (issue 27). The leaks of
+    # the other tenant's facts are not the heuristic's to find: `state_leakage` vetoes them,
+    # and an LLM judge reads the foreign facts the v2 prompts show it
+    "tenant-sessions/fail-carryover#11:memory_fidelity": "dropOffPreference",
+    "tenant-sessions/fail-carryover#14:scope_fidelity": "dropOffPreference",
 }
 
 

@@ -745,3 +745,70 @@ def test_the_depth_limit_is_the_same_on_both_paths(tmp_path: Path, form: str) ->
                 assert (len(got) == 1 and not errors) == ok, (extra, errors)
                 if not ok:
                     assert "nested deeper than" in errors[0].message
+
+
+# -- trace ids are unique within one input (judge.trace.unique) -------------------------------
+def _dup_files(tmp_path: Path) -> tuple[Path, Path]:
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "events": GOOD["events"][:2]})
+                   + "\n")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(GOOD))
+    return one, other
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_refuses_a_trace_id_given_twice_naming_both_places(tmp_path: Path,
+                                                                 jobs: str) -> None:
+    """Two traces under one id would share their items and stored rows (one's veto over
+    the other's items): the second is bad input naming both places; the first is checked."""
+    from judge.checks import parallel
+    one, other = _dup_files(tmp_path)
+    old = parallel.PARALLEL_MIN_BYTES
+    parallel.PARALLEL_MIN_BYTES = 0  # (split even a small file across the workers)
+    try:
+        result = CliRunner().invoke(app, ["check", str(SCENARIO), str(one), str(other),
+                                          "--format", "jsonl", "--jobs", jobs])
+    finally:
+        parallel.PARALLEL_MIN_BYTES = old
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    tid = GOOD["trace_id"]
+    assert lines == [
+        f"judge: error: {one}:2: field 'trace_id': trace id {tid!r} used twice in the input "
+        f"(first at {one}:1): trace ids must be unique, or one trace's findings and verdicts "
+        "would stand for the other's",
+        f"judge: error: {other}: field 'trace_id': trace id {tid!r} used twice in the input "
+        f"(first at {one}:1): trace ids must be unique, or one trace's findings and verdicts "
+        "would stand for the other's"]
+    assert len(result.stdout.strip().splitlines()) == 1  # the first one's report
+
+
+def test_grade_refuses_a_trace_id_given_twice(tmp_path: Path) -> None:
+    one, _ = _dup_files(tmp_path)
+    result = CliRunner().invoke(app, ["grade", str(SCENARIO), str(one), "--db",
+                                      f"sqlite:///{tmp_path / 'j.db'}", "-o",
+                                      str(tmp_path / "v.jsonl")])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert f"{one}:2: field 'trace_id'" in line and f"first at {one}:1" in line
+
+
+def test_an_imported_event_at_the_depth_limit_is_one_check_reads(tmp_path: Path) -> None:
+    """The importer writes only what the loader reads: an event nested as deep as a trace
+    line allows is written; one level more is left out (and said)."""
+    from judge.trace import iter_traces
+    from judge.trace.document import MAX_DEPTH
+    # the event, its args, then the nest: a trace line holds the event two levels down
+    for depth, kept in ((MAX_DEPTH - 4, True), (MAX_DEPTH - 3, False)):
+        args = _nest(depth)
+        src = tmp_path / f"d{depth}.json"
+        src.write_text(json.dumps([{"role": "user", "content": "hi"}, {
+            "role": "assistant", "tool_calls": [{"id": "c", "function": {
+                "name": "f", "arguments": json.dumps({"a": args})}}]}]))
+        out = tmp_path / f"d{depth}.jsonl"
+        result = CliRunner().invoke(app, ["import", "openai-chat", str(src), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        (trace,) = iter_traces(out)
+        assert (len(trace.events) == 2) == kept, depth
+        assert ("nested deeper than" in result.stderr) == (not kept)

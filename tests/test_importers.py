@@ -201,7 +201,7 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_partial_output(tmp_path: Path) 
 
     result = CliRunner().invoke(app, ["import", "openai-chat", str(tmp_path / "missing.json"),
                                       "-o", str(out)])
-    assert result.exit_code == 2 and "missing.json: cannot read" in result.stderr
+    assert result.exit_code == 2 and "missing.json: no such file" in result.stderr
 
 
 def test_openai_chat_cli_writes_loadable_traces(tmp_path: Path) -> None:

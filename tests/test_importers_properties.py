@@ -9,11 +9,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judge.errors import InputError
 from judge.importers import detect, iter_format
+from judge.importers.registry import run_import
+from judge.importers.report import ImportLog
 
 KEYS = ["resourceSpans", "scopeSpans", "spans", "children", "child_spans", "child_runs",
         "traceId", "spanId", "parentSpanId", "span_id", "trace_id", "parent_id", "id", "name",
@@ -25,11 +28,23 @@ KEYS = ["resourceSpans", "scopeSpans", "spans", "children", "child_spans", "chil
         "gen_ai.tool.name", "tool.name", "input.value", "output.value", "role", "content",
         "parts", "type", "tool_calls", "function", "arguments", "messages", "request",
         "response", "samples", "eval", "run_type", "inputs", "outputs", "context",
-        "tool_use_id", "is_error", "text", "input", "events", "error", "system", "epoch"]
+        "tool_use_id", "is_error", "text", "input", "events", "error", "system", "epoch",
+        # the newer shapes: Langfuse, LangSmith payloads, SWE-agent, the JS SDK, Responses,
+        # Gemini, session logs, attachments
+        "observations", "trace", "parentObservationId", "type", "post", "patch",
+        "dotted_order", "history", "trajectory", "action", "observation", "thought",
+        "spanContext", "startTime", "tool_call_ids", "choices", "message", "object",
+        "output", "call_id", "contents", "function_call", "function_response",
+        "attachments", "trajectory_format", "ai.operationId", "ai.prompt.messages",
+        "ai.response.text", "gen_ai.output", "gen_ai.tool.args", "previous_response_id"]
 WORDS = ["LLM", "TOOL", "AGENT", "chat", "execute_tool", "user", "assistant", "tool", "system",
          "tool_use", "tool_result", "tool_call", "text", "llm", "4bf92f3577b34da6a3ce929d0e0e4736",
          "00f067aa0ba902b7", "AAECAwQFBgc=", "2026-01-01T00:00:00Z", "PT1S", "{\"a\": 1}",
-         "[1, 2]", "Error", "CodeAgent.run", "```py\nx = 1\n```", "", "0x1"]
+         "[1, 2]", "Error", "CodeAgent.run", "```py\nx = 1\n```", "", "0x1", "GENERATION",
+         "TOOL", "function_call", "function_call_output", "server_tool_use",
+         "web_search_tool_result", "chat.completion", "response", "session",
+         "user.message", "agent.tool_use", "attachment://a", "```bash\nls\n```",
+         "\ud800", "NaN"]
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                     st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(WORDS),
@@ -47,6 +62,13 @@ def _run(fmt: str, path: Path, **options: Any) -> list[Any]:
     return [t.materialize().model_dump() for t in iter_format(fmt, path, **options)]
 
 
+def _lenient(fmt: str, path: Path) -> None:
+    """The default (lenient) import: notes instead of errors, InputError only for what
+    leaves nothing to import."""
+    with contextlib.suppress(InputError), tempfile.TemporaryDirectory() as d:
+        run_import(fmt, path, Path(d) / "o.jsonl", ImportLog(str(path), strict=False))
+
+
 def _outcome(fmt: str, path: Path, **options: Any) -> Any:
     try:
         return ("ok", _run(fmt, path, **options))
@@ -60,8 +82,10 @@ def test_no_input_raises_anything_but_input_error(doc: Any, suffix: str) -> None
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"t{suffix}"
         path.write_text(json.dumps(doc))
-        for fmt in ("otel", "langsmith", "anthropic", "inspect"):
+        for fmt in ("otel", "langsmith", "anthropic", "inspect", "langfuse", "openai-chat",
+                    "swe-agent"):
             _outcome(fmt, path)
+            _lenient(fmt, path)
         with contextlib.suppress(InputError):
             detect(path)
 
@@ -129,3 +153,16 @@ def test_streaming_and_whole_agree_on_span_trees(trees: list[dict[str, Any]],
                 assert seqs == list(range(1, len(seqs) + 1))
                 assert all(e["metadata"]["source_trace_id"] == trace["trace_id"]
                            for e in trace["events"])
+
+
+@pytest.mark.parametrize("doc", [{"resourceSpans": None, "observations": True},
+                                 {"observations": 7}, {"trace": {"observations": "x"}},
+                                 {"trace": True, "observations": None}])
+def test_langfuse_observations_that_are_not_a_list_are_bad_input(doc: Any, tmp_path: Path
+                                                                ) -> None:
+    """Found by the derandomized Hypothesis run of the property above: `"observations":
+    true` was iterated ('bool' object is not iterable, an internal error)."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    assert _outcome("langfuse", path)[0] in ("ok", "error")
+    _lenient("langfuse", path)

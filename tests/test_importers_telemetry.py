@@ -87,9 +87,10 @@ def test_openinference_span_list_dedupes_history_keeps_repeated_user_turns() -> 
         ("user", "yes"),  # the second "yes" is a new turn, not a repeat of the first
         ("assistant", "Glad to help. Reply yes again to also book 11:30?"),
     ]
-    # the SDK span nested inside the framework's LLM span is the same call: not a source
-    assert "3333333333333331" not in {e.metadata["source_span_id"]  # type: ignore[index]
-                                      for e in t.events}
+    # the framework's LLM span around the SDK's span is the same call: the inner span (the
+    # actual model call) is the source, the wrapper is not
+    sources = {e.metadata["source_span_id"] for e in t.events}  # type: ignore[index]
+    assert "3333333333333331" in sources and "2222222222222221" not in sources
     assert t.metadata["task"] == {"instruction": "Book me the 9am slot on Friday"}
 
 
@@ -275,47 +276,66 @@ _SPAN = {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba90
          "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
 
 
-@pytest.mark.parametrize(("cmd", "name", "content", "expect"), [
-    ("otel", "a.json", "{\"resourceSpans\": [", "a.json: malformed JSON"),
+# (the last field: whether the rest of the file still imports when the bad part is left out)
+@pytest.mark.parametrize(("cmd", "name", "content", "expect", "rest"), [
+    ("otel", "a.json", "{\"resourceSpans\": [", "a.json: malformed JSON", False),
     ("otel", "b.json", json.dumps(_otlp({**_SPAN, "attributes": [
         {"key": "n", "value": {"intValue": "many"}}]})),
-     "b.json: span 00f067aa0ba902b7: field 'attributes[0].value': expected an integer"),
+     "b.json: span 00f067aa0ba902b7: field 'attributes[0].value': expected an integer", False),
     ("otel", "c.json", json.dumps(_otlp({k: v for k, v in _SPAN.items() if k != "spanId"})),
-     "c.json: span #2: field 'spanId': the span has no id"),
+     "c.json: span #2: field 'spanId': the span has no id", False),
     ("otel", "d.json", json.dumps(_otlp({**_SPAN, "attributes": [
         {"key": "gen_ai.input.messages", "value": {"stringValue": json.dumps(
             [{"role": "robot", "parts": []}])}}]})),
-     "d.json: span 00f067aa0ba902b7: field 'gen_ai.input.messages[0].role': unknown role"),
+     "d.json: span 00f067aa0ba902b7: field 'gen_ai.input.messages[0].role': unknown role",
+     False),
     ("otel", "e.json", json.dumps(_otlp({**_SPAN, "startTimeUnixNano": "soon"})),
-     "e.json: span 00f067aa0ba902b7: field 'startTimeUnixNano': expected a time"),
-    ("otel", "f.jsonl", json.dumps(_otlp(_SPAN)) + "\n{oops\n", "f.jsonl:2: malformed JSON"),
+     "e.json: span 00f067aa0ba902b7: field 'startTimeUnixNano': expected a time", False),
+    ("otel", "f.jsonl", json.dumps(_otlp(_SPAN)) + "\n{oops\n", "f.jsonl:2: malformed JSON", False),
     ("otel", "g.json", json.dumps([{"span_id": "x1", "name": "orphan"}]),
-     "g.json: span x1: field 'traceId': the span has no trace id"),
-    ("otel", "h.json", json.dumps({"resourceSpans": []}), "h.json: no spans found"),
-    ("otel", "h2.json", json.dumps({"rows": []}), "h2.json: span #1: field 'spanId'"),
+     "g.json: span x1: field 'traceId': the span has no trace id", False),
+    ("otel", "h.json", json.dumps({"resourceSpans": []}), "h.json: no spans found", False),
+    ("otel", "h2.json", json.dumps({"rows": []}), "h2.json: span #1: field 'spanId'", False),
     ("langsmith", "i.json", json.dumps({"id": "r1", "trace_id": "t", "run_type": 3}),
-     "i.json: run r1: field 'run_type': expected a string"),
+     "i.json: run r1: field 'run_type': expected a string", False),
     ("anthropic", "j.json", json.dumps([{"role": "user", "content": 7.5},
                                         {"role": "wizard", "content": "x"}]),
-     "j.json: [1]: field 'role': unknown role"),
+     "j.json: [1]: field 'role': unknown role", True),
     ("anthropic", "k.jsonl", json.dumps([{"role": "user", "content": "hi"}]) + "\n"
      + json.dumps({"request": {"messages": "nope"}, "response": None}) + "\n",
-     "k.jsonl:2: request: field 'messages': expected a list of messages"),
+     "k.jsonl:2: request: field 'messages': expected a list of messages", True),
     ("inspect", "l.json", json.dumps({"eval": {"task": "t"}, "samples": [
         {"id": 1, "epoch": 1, "messages": {}}]}),
-     "l.json: samples[0]: field 'messages': expected the sample's message list"),
+     "l.json: samples[0]: field 'messages': expected the sample's message list", False),
 ])
 def test_bad_input_exits_2_naming_file_place_and_field(tmp_path: Path, cmd: str, name: str,
-                                                       content: str, expect: str) -> None:
+                                                       content: str, expect: str,
+                                                       rest: bool) -> None:
+    """--strict refuses the file, one line naming the file, the place and the field; the
+    default leaves the bad part out and says so — exit 0 when the rest imports, exit 2 with
+    one line naming the first problem when nothing is left."""
     path = tmp_path / name
     path.write_text(content)
     out = tmp_path / "o.jsonl"
-    result = CliRunner().invoke(app, ["import", cmd, str(path), "-o", str(out)])
+    result = CliRunner().invoke(app, ["import", cmd, str(path), "-o", str(out), "--strict"])
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert "\n" not in line and "Traceback" not in result.output
     assert line.startswith(f"judge: error: {tmp_path / expect.split(': ', 1)[0]}")
     assert expect.split(": ", 1)[1] in line, line
+    assert not out.exists()
+
+    result = CliRunner().invoke(app, ["import", cmd, str(path), "-o", str(out)])
+    place, _, problem = expect.split(": ", 1)[1].rpartition(": ")
+    if rest:
+        assert result.exit_code == 0, result.output
+        assert problem in result.stderr and out.exists()
+        return
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in result.output
+    assert line.startswith(f"judge: error: {tmp_path / expect.split(': ', 1)[0]}")
+    assert problem in line and (place in line or not place), line
     assert not out.exists()
 
 

@@ -396,8 +396,11 @@ def test_a_jury_keeps_the_run_within_concurrency_requests_in_flight() -> None:
     jury = Jury(spec, {m: Tracking(m, live) for m, _ in spec.members})
     loaded = load_scenario(REFUND)
     traces = [t for p in sorted(REFUND.glob("*.json")) for t in iter_traces(p, [])]
+    # three copies of each, under their own ids (trace ids are unique within an input)
+    copies = [t.model_copy(update={"trace_id": f"{t.trace_id}/copy-{k}"})
+              for k in range(3) for t in traces]
     graded = grade_traces(
-        [Source(loaded, iter(traces * 3), ["scope_fidelity"])],
+        [Source(loaded, iter(copies), ["scope_fidelity"])],
         prompts={"scope_fidelity": PROMPT}, provider=jury.providers["scripted:a"],
         settings=Settings.load(environ={"JUDGE_CONCURRENCY": "4"}), cache=MemoryCache(),
         options=GradeOptions(policy=None, keep_verdicts=True, check_process=False), jury=jury)

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 import pytest
 from proctree import Tracked
-from test_suite_run import SCEN, tau_subset, write_suite
+from test_suite_run import SCEN, TAU, write_suite
 from typer.testing import CliRunner
 
 from judge.cli.main import app
@@ -38,7 +38,10 @@ from judge.testing.fakeserver import FakeProviderServer
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
-N_TRACES = 100  # enough that the checking child is still at work when grading begins
+#: enough traces that the checking child is still at work when grading begins, also on a
+#: loaded machine (100 were not, once, at load 8: the child finished while the parent was
+#: still importing the SDK): the 200 airline runs three times over, as trials 0-11
+N_COPIES = 3
 KILL_TO_GONE_S = 2.0  # the issue's bound: every process of the killed command gone by then
 BACKENDS_GONE_S = 15.0  # PostgreSQL ends a backend once its client's socket closes
 CMD = [sys.executable, "-m", "judge.cli.main"]
@@ -181,10 +184,21 @@ def _run_tracked(args: list[str], env: dict[str, str], cwd: Path,
     return proc.returncode, out.read_text(), err.read_text()
 
 
+def _tau_copies(tmp: Path) -> Path:
+    """The airline runs N_COPIES times over, each copy's trials renumbered (trial + 4k), so
+    every trace id is its own."""
+    out = tmp / "tau-copies.json"
+    if not out.exists():
+        runs = json.loads(TAU.read_text())
+        out.write_text(json.dumps([{**r, "trial": r["trial"] + 4 * k}
+                                   for k in range(N_COPIES) for r in runs]))
+    return out
+
+
 def _suite(tmp: Path) -> Path:
     return write_suite(tmp / "s.yaml", [
         {"scenario": str(SCEN / "tau-airline"),
-         "traces": [{"path": str(tau_subset(tmp, N_TRACES)), "format": "tau-bench"}]}],
+         "traces": [{"path": str(_tau_copies(tmp)), "format": "tau-bench"}]}],
         rubrics=("scope_fidelity",))
 
 
@@ -207,7 +221,7 @@ def _case(command: str, tmp: Path, env: dict[str, str], db: Db,
                                     "--no-progress"], doomed, tmp, subprocess.DEVNULL), resume)
     if command == "grade":
         traces = tmp / "tau.jsonl"
-        done = CliRunner().invoke(app, ["import", "tau-bench", str(tau_subset(tmp, N_TRACES)),
+        done = CliRunner().invoke(app, ["import", "tau-bench", str(_tau_copies(tmp)),
                                         "-o", str(traces)])
         assert done.exit_code == 0, done.output
         args = ["grade", str(SCEN / "tau-airline"), str(traces), "--rubric", "scope_fidelity",

@@ -24,7 +24,7 @@ UNITS = sorted({p.name for p in PKG.iterdir() if p.is_dir() and any(p.glob("*.py
 #: upstream of any judge, model or database
 _PRE_JUDGE = {"providers", "store", "grading", "prompts", "items", "verdicts", "suite",
               "calibration", "review", "routing", "pipeline", "labels", "reports", "settings",
-              "request", "redaction"}
+              "request", "redaction", "compare"}
 _EVERYTHING = set(UNITS) - {"errors"}
 
 FORBIDDEN: dict[str, set[str]] = {
@@ -51,21 +51,26 @@ FORBIDDEN: dict[str, set[str]] = {
     "verdicts": {"providers", "prompts", "store", "grading", "suite", "pipeline",
                  "calibration", "review", "routing", "labels", "reports"},
     "providers": {"store", "suite", "grading", "pipeline", "review", "calibration", "routing",
-                  "labels", "reports"},
+                  "labels", "reports", "compare"},
     "settings": {"providers", "prompts", "verdicts", "store", "grading", "suite", "pipeline",
                  "calibration", "review", "routing", "labels", "reports"},
     "grading": {"store", "suite", "pipeline", "routing", "review", "calibration", "labels",
-                "reports"},
+                "reports", "compare"},
     "routing": _EVERYTHING - {"formats"},
     "store": {"routing", "review", "calibration", "reports", "suite", "grading", "pipeline",
-              "labels", "checks", "ledger", "items", "prompts", "verdicts", "settings"},
-    "pipeline": {"suite", "review", "labels", "reports"},
-    "suite": {"review", "labels", "reports"},
+              "labels", "checks", "ledger", "items", "prompts", "verdicts", "settings",
+              "compare"},
+    "pipeline": {"suite", "review", "labels", "reports", "compare"},
+    "suite": {"review", "labels", "reports", "compare"},
+    # two versions on the same tasks (judge compare, judge canary): beside suite and
+    # reports, over checks, diff, suite, stats, the store and the grading pipeline
+    "compare": {"review", "labels", "reports", "calibration", "probes", "serve", "drafting",
+                "record"},
     "review": {"providers", "grading", "pipeline", "suite", "calibration", "reports"},
     "labels": {"providers", "grading", "pipeline", "suite", "routing"},
     "calibration": {"suite", "probes"},
     "probes": {"suite", "review", "reports", "pipeline", "routing"},
-    "reports": {"providers", "grading", "pipeline", "suite", "routing"},
+    "reports": {"providers", "grading", "pipeline", "suite", "routing", "compare"},
     "stats": _EVERYTHING - {"formats", "stats"},
     "testing": set(),
     "serve": set(),  # the web app: a consumer like the CLI (and the CLI starts it)

@@ -41,6 +41,16 @@ HASHES_BEFORE_THE_MOVE = {
         "sha256:ce8b9c00d516b0538538b378cc9dfa66eb283c392f57c81c7b47d27ad106d5bb",
 }
 
+#: versions added since the move (each a new file: the ones above are unchanged)
+ADDED_SINCE = {
+    # issue 27: the foreign facts of the scenario's leakage block as data
+    ("memory_fidelity", "v2"):
+        "sha256:3da40bbe80b0f63d9f03b277e6fab95ca0dd1dee6116676fe767d1f237c02af7",
+    ("reply_fidelity", "v2"):
+        "sha256:41f9eddf82bf475707bfa1bac261b45906e631af3e224a32d7f631f30ddaf4b8",
+}
+SHIPPED = {**HASHES_BEFORE_THE_MOVE, **ADDED_SINCE}
+
 
 @pytest.fixture(autouse=True)
 def _no_user_prompts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -56,7 +66,7 @@ def test_shipped_prompts_keep_their_hashes_after_the_move() -> None:
     assert prompt_dirs() == [(BUILTIN, BUILTIN_PROMPTS_DIR)]
     assert root / "prompts" == BUILTIN_PROMPTS_DIR
     shipped = {(p.rubric, p.version): p.hash for p in list_prompts()}
-    assert shipped == HASHES_BEFORE_THE_MOVE
+    assert shipped == SHIPPED
     assert {p.source for p in list_prompts()} == {BUILTIN}
     assert not list((root / "judge" / "data").rglob("*.md"))  # one copy, at the top level
 
@@ -95,8 +105,7 @@ def test_user_directory_replaces_same_version_and_adds_others(
     _user_file(user, "refund_policy", "v1")                            # a new rubric
     monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(user))
     by = {(p.rubric, p.version): p for p in list_prompts()}
-    assert set(by) == set(HASHES_BEFORE_THE_MOVE) | {("scope_fidelity", "v7"),
-                                                     ("refund_policy", "v1")}
+    assert set(by) == set(SHIPPED) | {("scope_fidelity", "v7"), ("refund_policy", "v1")}
     s1 = by["scope_fidelity", "v1"]
     assert s1.path == same and s1.source == USER and s1.replaces == s1.hash
     m1 = by["summary_fidelity", "v1"]

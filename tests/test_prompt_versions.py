@@ -23,6 +23,11 @@ RELEASED = {
         "sha256:f35454245033a2122bf666db90bed6389a5470e10633ead4bd44080a9edc4f13",
     ("summary_fidelity", "v2"):
         "sha256:4fc584efbbc0bb3f5c15ac9d7e8667337ab6fd104bfc74495ad90d6bc3bf9f95",
+    # released before issue 27 added v2 of each (the foreign facts as data)
+    ("reply_fidelity", "v1"):
+        "sha256:7a8a2016f7513c62661ddd40eed093cf3b9fcf637c0f0c393b8c9d64414445d9",
+    ("memory_fidelity", "v1"):
+        "sha256:fd161f75d4d66c7f5fbdd50e1560f6d1a5eae88ac95a02859d5cd46f01949916",
 }
 
 
@@ -37,10 +42,13 @@ def test_released_versions_are_unchanged_and_the_latest_are_new() -> None:
         assert have[key] == digest, f"released prompt {key} was edited: make a new version"
     assert load_prompt("scope_fidelity").version == "v3"
     assert load_prompt("summary_fidelity").version == "v3"
-    assert load_prompt("reply_fidelity").version == "v1"
-    assert load_prompt("memory_fidelity").version == "v1"
+    assert load_prompt("reply_fidelity").version == "v2"
+    assert load_prompt("memory_fidelity").version == "v2"
     for rubric in ("scope_fidelity", "summary_fidelity", "reply_fidelity", "memory_fidelity"):
         assert "ledger_as_of" in load_prompt(rubric).variables
+    for rubric in ("reply_fidelity", "memory_fidelity"):
+        assert {"foreign", "leak_key"} <= load_prompt(rubric).variables
+        assert "foreign" not in load_prompt(rubric, "v1").variables
 
 
 @pytest.mark.parametrize("rubric", ["scope_fidelity", "summary_fidelity"])

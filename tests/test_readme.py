@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # nothing is calibrated yet (1 under --check).
 EXPECTED_EXIT = [
     ("judge check examples/scenarios/browser-correction", 1),
+    ("judge check examples/scenarios/tenant-sessions", 1),
     ("judge check examples/scenarios/tau-airline", 1),
     ("judge grade ", 1),
     ("judge calibrate fit", 2),

@@ -227,7 +227,7 @@ def test_the_grocery_example_through_judge_grade_with_every_offline_judge(
             "7:scope_fidelity", "9:reply_fidelity"]
         assert {v["label"] for v in verdicts} == {"pass"}
         assert {v["prompt_version"] for v in verdicts if v["rubric"] != "scope_fidelity"} == \
-            {"v1"}
+            {"v2"}  # the latest: with the foreign facts block (issue 27)
 
 
 async def test_the_scripted_provider_sees_the_reply_blocks() -> None:

@@ -219,3 +219,35 @@ def test_agreement_report_shares_the_page(browser: Any, tmp_path: Path) -> None:
     assert len(got["images"]) == 3  # confusion matrix, reliability, coverage
     assert "agreement report" in got["text"]
 
+
+
+def test_compare_page_renders_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """`judge compare --format html` on the tau-bench airline runs, two trials of each task
+    against the other two: the shared page, its figure decoded, the 50 tasks paired, the
+    changed tasks listed with their trials, and a folded detail that opens on a click."""
+    from tests.conftest import TAU_BENCH
+
+    tau = tmp_path / "tau.jsonl"
+    assert _judge("import", "tau-bench", TAU_BENCH, "-o", tau)[0] == 0
+    lines = tau.read_text(encoding="utf-8").splitlines()
+    halves = {}
+    for name, trials in (("baseline", (0, 1)), ("candidate", (2, 3))):
+        halves[name] = tmp_path / f"{name}.jsonl"
+        halves[name].write_text("".join(
+            line + "\n" for line in lines if json.loads(line)["metadata"]["trial"] in trials),
+            encoding="utf-8")
+    page = tmp_path / "compare.html"
+    code, _ = _judge("compare", halves["baseline"], halves["candidate"], "--scenario",
+                     ROOT / "examples" / "scenarios" / "tau-airline", "--format", "html",
+                     "-o", page)
+    assert code == 0
+    got = inert_and_rendered(browser, open_page(browser, page, tmp_path / "compare.png"))
+    assert len(got["images"]) == 1
+    assert "50 paired task(s)" in got["text"] and "Tasks that changed or fail" in got["text"]
+    assert "pass rate (trials passed, mean over tasks)" in got["text"]
+    assert "broken" in got["text"] and "fixed" in got["text"]
+    assert got["banner"] == "rgb(218, 251, 225)"  # no --fail-on: the neutral (pass) banner
+    closed = browser.find_elements("css selector", "details:not([open]) > summary")
+    assert closed
+    closed[0].click()
+    assert browser.execute_script("return document.querySelectorAll('details[open]').length") >= 1

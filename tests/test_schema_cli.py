@@ -76,7 +76,12 @@ def test_scenario_schema_accepts_every_example_scenario() -> None:
     assert "class" in props and "class_" not in props  # the YAML spelling, not Python's
     assert "in" in doc["$defs"]["ArgMatcher"]["properties"]
     paths = sorted(SCENARIOS.glob("*/scenario.yaml"))
-    assert len(paths) == 10  # refund-outcome (issue 11) is the tenth
+    assert len(paths) == 11  # refund-outcome (issue 11) is the tenth, tenant-sessions (27)
+    # sessions and the leakage block (issue 27) are in the schema
+    assert {"sessions", "leakage"} <= set(doc["properties"])
+    assert "session" in props and "first_turn" in doc["$defs"]["SessionSpec"]["properties"]
+    assert {"value", "aliases", "pattern", "note"} <= set(
+        doc["$defs"]["LeakFact"]["properties"])
     for path in paths:
         data = yaml.load(path.read_text(), Loader=_Loader)  # as `load_scenario` reads it
         assert errors(doc, data) == [], path

@@ -26,7 +26,7 @@ from judge.store.migrations import MIGRATIONS, migrate
 NAMES = ["0001_initial_schema", "0002_verdicts_item_run_index", "0003_grading_work",
          "0004_drop_redundant_indexes", "0005_render_memo", "0006_label_import_key",
          "0007_provider_call_validity",
-         "0008_annotator_tokens_and_reveals", "0009_serve_sessions"]
+         "0008_annotator_tokens_and_reveals", "0009_serve_sessions", "0010_canary_stages"]
 
 #: The schema after the last migration. Column types are the words of TYPES; "serial" is an
 #: autoincrement integer id. `unique` maps PostgreSQL's constraint name to its columns (SQLite
@@ -261,6 +261,24 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "primary_key": "session_hash",
         "indexes": {"ix_serve_sessions_expires_at": "expires_at"},
     },
+    "canary_stages": {
+        "columns": {
+            "id": "serial NOT NULL",
+            "rollout": "text NOT NULL",
+            "look": "int NOT NULL",
+            "stage": "text NOT NULL",
+            "share": "float",
+            "metric": "text NOT NULL",
+            "threshold": "float NOT NULL",
+            "decision": "text NOT NULL",
+            "n_tasks": "int NOT NULL",
+            "n_success": "int NOT NULL",
+            "record": "json NOT NULL",
+            "created_at": "time NOT NULL",
+        },
+        "primary_key": "id",
+        "unique": {"uq_canary_stages_rollout_look": "rollout, look"},
+    },
 }
 
 #: The words of EXPECTED as each database reports them.
@@ -288,6 +306,7 @@ ADDED_BY = {
     "0008_annotator_tokens_and_reveals": [("annotator_tokens", None),
                                           ("label_reveals", None)],
     "0009_serve_sessions": [("serve_sessions", None)],
+    "0010_canary_stages": [("canary_stages", None)],
 }
 
 #: Indexes that the released 0001 made while tables.py still declared them; 0004 drops them.

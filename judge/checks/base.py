@@ -11,7 +11,8 @@ finding, so every report says what was checked.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from judge.checks.context import CheckContext, remember
 from judge.checks.report import Finding
@@ -82,7 +83,8 @@ class Check:
 
     def fail(self, message: str, *, key: str | None = None, seq: int | None = None,
              turn: int | None = None, severity: Severity | None = None,
-             safety_critical: bool | None = None) -> None:
+             safety_critical: bool | None = None,
+             detail: Mapping[str, Any] | None = None) -> None:
         self.failed += 1
         if len(self.findings) >= MAX_FINDINGS:
             self.suppressed += 1
@@ -91,7 +93,7 @@ class Check:
             check=self.name, passed=False, key=key, seq=seq, turn=turn,
             severity=severity or self.severity,
             safety_critical=self.safety_critical if safety_critical is None else safety_critical,
-            message=message))
+            message=message, detail=detail))
 
     def passed(self, message: str, *, key: str | None = None, seq: int | None = None,
                turn: int | None = None, severity: Severity | None = None) -> None:

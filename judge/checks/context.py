@@ -59,7 +59,7 @@ class Shared:
 
     def __init__(self, loaded: LoadedScenario) -> None:
         self.ledger_turns = loaded.ledger.turns()
-        self.segments: dict[tuple[int, bool], LedgerSnapshot] = {}
+        self.segments: dict[tuple[int, bool, int], LedgerSnapshot] = {}
         self._tables: defaultdict[str, dict[Any, Any]] = defaultdict(dict)
         #: `table(name)`: a per-tool (or other per-name) table of decisions, kept across
         #: traces (a C-level lookup: every check asks for its tables on every trace)
@@ -91,6 +91,10 @@ class CheckContext:
         self.turn = 0
         self.seq = 0
         self.events = 0
+        # the trace being checked, for an input error a check finds (set by the runner)
+        self.trace_id = ""
+        self.file: str | None = None
+        self.line: int | None = None
         self.last_turn_seen: int | None = None
         self.last_assistant_event: EventData | None = None
         # completion
@@ -138,14 +142,15 @@ class CheckContext:
         """The ledger at a turn (default: the current event's), shared while unchanged.
 
         Every turn after the last delta of a segment sees the same ledger (turn-scoped
-        entries have expired by then), so one snapshot per (segment, exact turn) suffices.
+        entries have expired by then) within one session, so one snapshot per (segment,
+        exact turn, session) suffices.
         """
         t = self.turn if turn is None else turn
         if self._snap is not None and t == self._snap_turn:
             return self._snap
         turns = self.shared.ledger_turns
         i = bisect_right(turns, t) - 1
-        seg = (i, i >= 0 and turns[i] == t)
+        seg = (i, i >= 0 and turns[i] == t, self.ledger.plan.index_of(t))
         segments = self.shared.segments
         snap = segments.get(seg)
         if snap is None:

@@ -30,7 +30,6 @@ reference, the check says so (an informational failure: nothing was compared).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -41,7 +40,8 @@ from judge.checks.base import Check, where
 from judge.checks.context import CheckContext
 from judge.checks.matching import MISSING, any_glob, any_regex, arg_matches, get_path, regex_search
 from judge.checks.report import Finding
-from judge.diff.normalise import diff_values, normalise, same
+from judge.checks.textforms import date_of, dates_in, fold, has_number, number_of
+from judge.diff.normalise import diff_values, same
 from judge.errors import InputError
 from judge.ledger.reducer import LedgerSnapshot
 from judge.ledger.scenario import ArgMatcher, FactRef, OutcomeRef, Severity, WriteRef
@@ -50,8 +50,6 @@ from judge.trace.model import EventData, EventKind, TraceHeader
 MAX_WRITES = 10_000  # writes remembered per trace (the rest are counted as unexpected)
 REFERENCE_FIELD = "expected_outcome"
 
-_NUMBER_IN_TEXT = re.compile(r"[$€£]?[+-]?\d[\d,]*(?:\.\d+)?")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 
 
 @dataclass(slots=True)
@@ -143,22 +141,21 @@ def drift(ref: WriteRef, args: dict[str, Any], ledger: LedgerSnapshot) -> list[s
     return out
 
 
-def _fold(text: str) -> str:
-    return " ".join(_THOUSANDS.sub("", text).split()).casefold()
-
-
 def fact_stated(fact: FactRef, text: str) -> bool:
-    """Does a reply state the fact (see `FactRef`)?"""
+    """Does a reply state the fact (see `FactRef`)? Text is compared in the checks' one
+    normalisation (judge.checks.textforms): case, whitespace, thousands commas, numbers by
+    value and a date in any of its forms."""
     if fact.regex is not None:
         return regex_search(fact.regex, text)
     want = fact.text if fact.text is not None else fact.value
-    norm = normalise(want)
-    if isinstance(norm, int | float) and not isinstance(norm, bool):
-        found = any(same(m.group(0).rstrip(",."), want)
-                    for m in _NUMBER_IN_TEXT.finditer(text))
+    if number_of(want) is not None:
+        found = has_number(text, want)
         if found or fact.value is not None:
             return found
-    return _fold(str(want)) in _fold(text)
+    day = date_of(want)
+    if day and day & dates_in(text):
+        return True
+    return fold(str(want)) in fold(text)
 
 
 def _fact_label(fact: FactRef) -> str:

@@ -31,10 +31,14 @@ class ReportFormat(StrEnum):
 
 
 class Rendered(NamedTuple):
-    """One checked trace as written: `out` is text (str) or JSON (bytes)."""
+    """One checked trace as written: `out` is text (str) or JSON (bytes); where it was read
+    (for the trace-id uniqueness check, judge.trace.unique)."""
 
     out: str | bytes
     eligible: bool
+    trace_id: str = ""
+    file: str = ""
+    line: int | None = None
 
 
 # UTF-8 of U+0080-U+009F is `\xc2\x80`-`\xc2\x9f`.

@@ -43,6 +43,7 @@ from judge.trace.loader import (
     iter_jsonl_lines,
     split_lines,
 )
+from judge.trace.unique import TraceIds
 
 if TYPE_CHECKING:  # (imported when workers start: `judge check` of a small file needs neither)
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -83,17 +84,18 @@ def check_and_render(loaded: LoadedScenario, paths: Iterable[str | Path],
     checker = Checker(loaded)
     executor: ProcessPoolExecutor | None = None
     done = False
+    ids = TraceIds()  # trace ids are unique within the input (judge.trace.unique)
     try:
         for path in paths:
             p = Path(path)
             if jobs > 1 and _splittable(p):
                 if executor is None:
                     executor = _start_workers(loaded, fmt, verbose, jobs)
-                yield from _split_file(executor, WINDOW_PER_JOB * jobs, p, checker, errors,
-                                       fmt, verbose)
+                yield from _unique(_split_file(executor, WINDOW_PER_JOB * jobs, p, checker,
+                                               errors, fmt, verbose), ids, errors)
             else:
-                yield from _render(checker, iter_event_streams(p, errors), errors, fmt,
-                                   verbose)
+                yield from _unique(_render(checker, iter_event_streams(p, errors), errors,
+                                           fmt, verbose), ids, errors)
         done = True
     finally:
         if executor is not None:
@@ -108,7 +110,19 @@ def _render(checker: Checker, streams: Iterable[EventStream], errors: list[Input
         except InputError as exc:
             errors.append(exc)
             continue
-        yield render_report(report, fmt, verbose)
+        yield render_report(report, fmt, verbose)._replace(
+            trace_id=stream.header.trace_id, file=stream.file, line=stream.line)
+
+
+def _unique(rendered: Iterable[Rendered], ids: TraceIds,
+            errors: list[InputError]) -> Iterator[Rendered]:
+    """The reports of traces whose id is new to the input; the others are errors."""
+    for r in rendered:
+        duplicate = ids.add(r.trace_id, r.file, r.line)
+        if duplicate is not None:
+            errors.append(duplicate)
+            continue
+        yield r
 
 
 def _splittable(p: Path) -> bool:

@@ -12,6 +12,7 @@ each check reported.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,11 +43,17 @@ class Finding:
     severity: Severity
     safety_critical: bool
     message: str
+    #: what a finding names beyond its message, as data (a `state_leakage` finding's owner,
+    #: fact, surface and field; docs/formats.md, "State leakage"); None for most checks
+    detail: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "passed": self.passed, "key": self.key, "seq": self.seq,
-                "turn": self.turn, "severity": _SEVERITY_VALUE[self.severity],
-                "safety_critical": self.safety_critical, "message": self.message}
+        out = {"check": self.check, "passed": self.passed, "key": self.key, "seq": self.seq,
+               "turn": self.turn, "severity": _SEVERITY_VALUE[self.severity],
+               "safety_critical": self.safety_critical, "message": self.message}
+        if self.detail is not None:
+            out["detail"] = dict(self.detail)
+        return out
 
 
 def printable(text: str) -> str:
@@ -163,8 +170,10 @@ class CheckReport:
         if vetoes:
             by_check: dict[str, list[str]] = {}
             for f in vetoes:
-                by_check.setdefault(f.check, []).append(
-                    str(f.seq) if f.seq is not None else f"turn {f.turn}")
+                at = by_check.setdefault(f.check, [])
+                spot = str(f.seq) if f.seq is not None else f"turn {f.turn}"
+                if spot not in at:  # several findings of one event: the event once
+                    at.append(spot)
             lines.append("  VETOED: " + "; ".join(
                 f"{check} (seq {', '.join(at)})" for check, at in by_check.items()))
         else:

@@ -20,17 +20,20 @@ from judge.checks.completion import (
 )
 from judge.checks.context import MAX_TOOLS, CheckContext, Shared, remember
 from judge.checks.end_state import UNCHECKED, EndStateCheck
+from judge.checks.leakage import StateLeakage
 from judge.checks.memory import MemoryWrites
 from judge.checks.outcome import OutcomeCheck
 from judge.checks.provenance import ConfirmationBeforeWrite, LookupBeforeMutate
 from judge.checks.replies import ReplySupport
 from judge.checks.report import CheckReport, Finding
+from judge.checks.sessions import SessionCarryover
 from judge.checks.summaries import SummaryAudit
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario
 from judge.trace.loader import EventStream, TraceStream, iter_event_streams
 from judge.trace.model import Event, EventData, EventKind, Trace, TraceHeader
 from judge.trace.task import task_of
+from judge.trace.unique import TraceIds
 
 _data = cast(Callable[[Event], EventData], vars)
 """A validated `Event` as the checks read it: its fields, as a dict (no copy)."""
@@ -38,7 +41,7 @@ _data = cast(Callable[[Event], EventData], vars)
 CHECKS: tuple[type[Check], ...] = (
     ForbiddenCalls, Scope, StaleValues, LookupBeforeMutate, ConfirmationBeforeWrite,
     CompletionCheck, PostCompletionMutation, SuccessClaims, Budgets, Checkpoints, SummaryAudit,
-    MemoryWrites, ReplySupport, OutcomeCheck, EndStateCheck,
+    MemoryWrites, StateLeakage, SessionCarryover, ReplySupport, OutcomeCheck, EndStateCheck,
 )
 #: every name a finding's `check` can take (what `rules.severity` may override)
 CHECK_NAMES: frozenset[str] = frozenset(
@@ -112,6 +115,7 @@ class Checker:
                                  line=line)
         ctx = CheckContext(self.loaded, self.shared)
         ctx.forced_by = forced_by(header)
+        ctx.trace_id, ctx.file, ctx.line = header.trace_id, file, line
         checks = [cls(ctx) for cls in self._classes]
         for c in checks:
             if isinstance(c, OutcomeCheck):
@@ -195,8 +199,15 @@ def check_paths(loaded: LoadedScenario, paths: Iterable[str | Path],
     A bad trace (or file) is appended to `errors` and skipped; the rest are still checked.
     """
     checker = Checker(loaded)
+    ids = TraceIds()  # trace ids are unique within the input (judge.trace.unique)
     for path in paths:
         for stream in iter_event_streams(path, errors):
+            duplicate = ids.add(stream.header.trace_id, stream.file, stream.line)
+            if duplicate is not None:
+                errors.append(duplicate)
+                for _ in stream.events:  # (its events are read past, not checked)
+                    pass
+                continue
             try:
                 yield checker.check(stream)
             except InputError as exc:

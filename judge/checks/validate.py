@@ -5,7 +5,7 @@ sub-goals name completion or goal keys; tools named anywhere are on the allow-li
 is one; mutating and read tools do not overlap, and tools that rules treat as writes
 (lookup `mutate`, confirmation) are mutating; regexes compile; rubric names are known;
 `rules.severity` names known rules; the expected outcome's writes are allowed, mutating tools
-and its end-state rules fit its fixture.
+and its end-state rules fit its fixture; the leakage block's key is a ledger key.
 Each problem is an `InputError` naming the file, the line, the path and the field.
 """
 
@@ -231,6 +231,15 @@ def validate_scenario(loaded: LoadedScenario,
                 elif not rr.created and not there and (rr.unchanged or rr.deleted):
                     p.add(("outcome", "end_state", "rules", i, "record"),
                           f"record {rr.collection}/{rr.record} is not in the fixture")
+    if sc.leakage is not None:
+        key(("leakage", "key"), sc.leakage.key)
+        own = set(sc.leakage.user.ids)
+        for i, tenant in enumerate(sc.leakage.other_tenants):
+            for j, fact in enumerate(tenant.facts):
+                if fact.value is not None and fact.value in own:
+                    p.add(("leakage", "other_tenants", i, "facts", j, "value"),
+                          f"{fact.value!r} is one of leakage.user.ids: a fact cannot be both "
+                          "the user's and another owner's")
     for i, use in enumerate(sc.judge):
         if use.rubric not in known:
             p.add(("judge", i, "rubric"), f"unknown rubric '{use.rubric}' (known: "

@@ -39,6 +39,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("diff", "judge.cli.diff", "diff",
           "Compare traces with a baseline trajectory: presence, argument and terminal drift.",
           panel=TRACES),
+    Entry("compare", "judge.cli.compare", "compare",
+          "Compare two agent versions task by task: fixed, broken, new signatures, pass-rate "
+          "change.", panel=TRACES),
     Entry("init", "judge.cli.init", "init",
           "Draft a scenario from traces (tools, writes, lookups, ledger) for a person to "
           "review.", panel=TRACES),
@@ -46,6 +49,9 @@ COMMANDS: tuple[Entry, ...] = (
           "Import trajectories from other formats as judge traces (.jsonl).", panel=TRACES),
     Entry("run", "judge.cli.run", "run",
           "Run a suite: checks, judge items, route, store, and apply the release gate.",
+          panel=JUDGING),
+    Entry("canary", "judge.cli.canary", "canary",
+          "One look at a staged rollout: promote (exit 0), hold (exit 0) or roll back (exit 1).",
           panel=JUDGING),
     Entry("grade", "judge.cli.grade", "grade",
           "Grade the judge items of traces against a scenario, after the deterministic "

@@ -154,7 +154,7 @@ class MemoMaker:
         content = (item.item_id, item.trace_id, item.seq, item.turn, item.rubric, item.kind,
                    item.goal, item.ledger, item.events, item.target, sorted(item.ledger_keys),
                    sorted(item.slice_seqs), item.safety_critical, item.candidate,
-                   item.unsupported, item.end_state, item.actions,
+                   item.unsupported, item.end_state, item.actions, item.foreign,
                    # the scenario's redaction block: other patterns, another request
                    sorted(item.redaction.items()) if item.redaction else None)
         try:

@@ -15,6 +15,11 @@ parent ids), an object with `runs`, or JSONL with one run (tree) a line.
 
 A trace is one `trace_id` (or the root run's id); events keep the run id as
 `metadata.source_span_id` (see `judge.importers.spans`).
+
+The SDK's ingest payloads (`{"post": [runs], "patch": [runs]}`, what `langsmith` sends to
+`/runs/batch`, and what its tests record) are merged first: each patch (end time, outputs,
+error) onto the posted run with its id — a patch that names no id is matched by its
+`dotted_order`, whose last part is the run's id.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from typing import Any
 
 from judge.errors import InputError
 from judge.importers.imported import ImportedTrace
-from judge.importers.messages import Msg, ShapeError, decode_json, parse_messages, printable
-from judge.importers.otel import _first, _unwrap_args, norm_id, to_nanos
+from judge.importers.messages import Msg, ShapeError, decode_json, parse_messages
+from judge.importers.otel import Problems, _time, _unwrap_args, norm_id, records
+from judge.importers.report import ImportLog
 from judge.importers.spanfile import RawSpan, ids_of, iter_raw
 from judge.importers.spans import Kind, SpanRecord, ToolUse, spans_to_traces
 
@@ -130,7 +136,8 @@ def _model(run: dict[str, Any]) -> str | None:
     return None
 
 
-def to_record(raw: RawSpan) -> SpanRecord:
+def to_record(raw: RawSpan, problems: Problems | None = None) -> SpanRecord:
+    problems = problems if problems is not None else []
     run = raw.obj
     run_id, trace_raw = ids_of(run)
     if raw.wrapper:
@@ -151,10 +158,10 @@ def to_record(raw: RawSpan) -> SpanRecord:
     if rt is not None and not isinstance(rt, str):
         raise ShapeError("expected a string", "run_type")
     kind = _KINDS.get(rt or "", "other")
-    skey, s = _first(run, ("start_time", "startTime"))
-    ekey, e = _first(run, ("end_time", "endTime"))
+    start = _time(run, (), ("start_time", "startTime"), problems)
+    end = _time(run, (), ("end_time", "endTime"), problems)
     rec = SpanRecord(trace_id=trace_id, span_id=span_id, parent_id=parent_id,
-                     name=name or "", start=to_nanos(s, skey), end=to_nanos(e, ekey),
+                     name=name or "", start=start, end=end,
                      ordinal=raw.ordinal, parent_ordinal=raw.parent, kind=kind,
                      error=str(run["error"]) if run.get("error") else None)
     if kind == "llm":
@@ -163,26 +170,78 @@ def to_record(raw: RawSpan) -> SpanRecord:
         rec.model = _model(run)
     elif kind == "tool":
         rec.tool = _tool(run, name or "")
+    example = run.get("reference_example_id")
+    rec.task_id = str(example) if isinstance(example, str) and example else None
     rec.in_value = decode_json(run.get("inputs"))
     rec.out_value = decode_json(run.get("outputs"))
     return rec
 
 
-def iter_records(path: str | Path, *, stream: bool | None = None) -> Iterator[SpanRecord]:
-    file = str(path)
-    for raw in iter_raw(path, stream=stream):
+def merge_payload(doc: Any) -> Any:
+    """An ingest payload's runs, each patch merged onto its post (see the module doc);
+    anything else as it is."""
+    if not (isinstance(doc, dict) and isinstance(doc.get("post", doc.get("patch")), list)
+            and set(doc) <= {"post", "patch", "runs"}):
+        return doc
+    runs: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for run in doc.get("post") or []:
+        if isinstance(run, dict):
+            run = dict(run)
+            runs.append(run)
+            if isinstance(run.get("id"), str):
+                by_id[run["id"]] = run
+    for patch in doc.get("patch") or []:
+        if not isinstance(patch, dict):
+            continue
+        rid = patch.get("id")
+        order = patch.get("dotted_order")
+        if not isinstance(rid, str) and isinstance(order, str) and "Z" in order:
+            rid = order.rsplit(".", 1)[-1].split("Z", 1)[-1]
+        target = by_id.get(rid) if isinstance(rid, str) else None
+        if target is None:
+            runs.append(dict(patch))
+            continue
+        for key, value in patch.items():
+            if value is not None and (key not in target or key in (
+                    "outputs", "end_time", "error", "events", "extra", "tags")):
+                target[key] = value
+    return runs
+
+
+def _is_payload(path: str | Path) -> bool:
+    """Whether a `.json` file starts as an ingest payload (`{"post": ...` or `"patch"`)."""
+    from judge.importers import jsonio
+    try:
+        evs = jsonio.events(lambda: jsonio.open_input(path), str(path))
         try:
-            yield to_record(raw)
-        except ShapeError as exc:
-            run_id, _ = ids_of(raw.obj)
-            where = f"run {printable(str(run_id))}" if isinstance(run_id, str | int) \
-                else f"run #{raw.ordinal}"
-            raise InputError(str(exc), file=file, line=raw.line, path=where,
-                             field=exc.field) from None
+            first = [next(evs, ("", None)) for _ in range(2)]
+        finally:
+            evs.close()
+    except InputError:
+        return False
+    return first[0][0] == "start_map" and first[1] in (("map_key", "post"),
+                                                       ("map_key", "patch"))
+
+
+def _document(doc: Any, count: Any, line: int | None) -> Iterator[RawSpan]:
+    from judge.importers.spanfile import _document as spans_document
+    return spans_document(merge_payload(doc), count, line)
+
+
+def iter_records(path: str | Path, *, stream: bool | None = None,
+                 log: ImportLog | None = None) -> Iterator[SpanRecord]:
+    log = log if log is not None else ImportLog(str(path))
+    return records(iter_raw(path, stream=stream, document=_document), to_record, log,
+                   noun="run")
 
 
 def iter_langsmith(path: str | Path, *, scenario: str | None = None,
-                   stream: bool | None = None) -> Iterator[ImportedTrace]:
+                   stream: bool | None = None, log: ImportLog | None = None,
+                   ) -> Iterator[ImportedTrace]:
     """One trace per LangSmith trace id of the file."""
-    return spans_to_traces(iter_records(path, stream=stream), file=str(path),
-                           source="langsmith", scenario=scenario)
+    log = log if log is not None else ImportLog(str(path))
+    if stream is None and _is_payload(path):
+        stream = False  # its patches are merged onto its posts: read whole
+    return spans_to_traces(iter_records(path, stream=stream, log=log), file=str(path),
+                           source="langsmith", scenario=scenario, log=log)

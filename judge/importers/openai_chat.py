@@ -12,7 +12,14 @@ event per entry of `tool_calls` (JSON-string `arguments` decoded to an object);
 `tool` → `tool_result` (the tool name comes from the matching call, its `content` is decoded
 as JSON when it is JSON, a content starting with "Error" becomes the event's `error`).
 `system`/`developer` messages are kept OUT of the events (a judge must not see the policy as
-conversation); their sha256 and length go to `metadata.system_prompts`.
+conversation); their sha256 and length go to `metadata.system_prompts`. Image, audio and file
+content parts become placeholders (`[image]`, `[audio: wav]`); a refusal part is its text;
+a tool message may name its call in SWE-agent's `tool_call_ids` list.
+
+`log` (a `judge.importers.report.ImportLog`): a message that cannot be read is left out and
+noted, the rest kept; without one (or strict) it is the file's InputError, as before. Other
+OpenAI shapes (request/response records, `chat.completion` and Responses API objects,
+SWE-agent and mini-swe-agent trajectories) are read by `judge.importers.openai_logs`.
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError
-from judge.trace.files import unusable_file
-from judge.trace.loader import parse_json, validation_error
+from judge.importers.messages import placeholder
+from judge.importers.report import ImportLog
+from judge.trace.loader import validation_error
 from judge.trace.model import Trace
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -51,12 +59,20 @@ class _Where:
 
 
 def system_fingerprint(text: str) -> dict[str, Any]:
-    """What is kept of a system prompt: its sha256 and its length, never its text."""
-    return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "chars": len(text)}
+    """What is kept of a system prompt: its sha256 and its length, never its text (a lone
+    surrogate in it is hashed as it is: the fingerprint is of what the source said)."""
+    return {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "chars": len(text)}
+
+
+_MEDIA_PARTS = {"image_url": "image", "input_image": "image", "image": "image",
+                "input_audio": "audio", "audio": "audio", "output_audio": "audio",
+                "file": "file", "input_file": "file", "video": "video"}
 
 
 def _text_of(content: Any, where: _Where, path: str) -> str | None:
-    """Message content as text: a string, null, or a list of `{"type": "text"}` parts."""
+    """Message content as text: a string, null, or a list of parts (text parts; media parts
+    as placeholders; a refusal as its text)."""
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -66,8 +82,13 @@ def _text_of(content: Any, where: _Where, path: str) -> str | None:
                 parts.append(part["text"])
             elif isinstance(part, str):
                 parts.append(part)
+            elif isinstance(part, dict) and part.get("type") in _MEDIA_PARTS:
+                parts.append(placeholder(part, _MEDIA_PARTS[str(part["type"])]))
+            elif isinstance(part, dict) and isinstance(part.get("refusal"), str):
+                parts.append(part["refusal"])
             else:
-                raise where.error("expected a text content part", f"{path}.content[{j}]")
+                raise where.error("expected a text, image, audio or file content part",
+                                  f"{path}.content[{j}]")
         return "".join(parts)
     raise where.error("expected a string, null or a list of text parts", f"{path}.content")
 
@@ -120,65 +141,85 @@ def _tool_call_events(msg: dict[str, Any], where: _Where, path: str,
         yield event
 
 
-def messages_to_events(messages: Any, where: _Where,
-                       path: str = "") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Convert one message list to (trace events, system prompt fingerprints)."""
+def messages_to_events(messages: Any, where: _Where, path: str = "",
+                       log: ImportLog | None = None,
+                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Convert one message list to (trace events, system prompt fingerprints). A message
+    that cannot be read is noted in `log` and left out (no log, or strict: raised)."""
     if not isinstance(messages, list):
         raise where.error("expected a list of chat messages", path)
     events: list[dict[str, Any]] = []
     systems: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # call id -> tool name
-    last_tool: str | None = None
+    state: dict[str, str | None] = {"last_tool": None}
     for i, msg in enumerate(messages):
         mpath = f"{path}[{i}]"
-        if not isinstance(msg, dict):
-            raise where.error("expected a chat message object", mpath)
-        role = msg.get("role")
-        if role in SYSTEM_ROLES:
-            systems.append(system_fingerprint(_text_of(msg.get("content"), where, mpath) or ""))
-        elif role == "user":
-            text = _text_of(msg.get("content"), where, mpath)
-            events.append({"kind": "user", "text": text or ""})
-        elif role == "assistant":
-            text = _text_of(msg.get("content"), where, mpath)
-            if text and msg.get("tool_calls"):
-                # Text sent in the same message as tool calls: kept, and marked, since the
-                # user could not answer it before the calls ran.
-                events.append({"kind": "assistant", "text": text,
-                               "metadata": {"with_tool_calls": True}})
-            elif text:
-                events.append({"kind": "assistant", "text": text})
-            if msg.get("tool_calls"):
-                for ev in _tool_call_events(msg, where, mpath, names):
-                    last_tool = ev["tool"]
-                    events.append(ev)
-            elif not text:
-                events.append({"kind": "assistant", "text": ""})
-        elif role in ("tool", "function"):
-            call_id = msg.get("tool_call_id")
-            if call_id is not None and not isinstance(call_id, str):
-                raise where.error("expected a string", mpath, "tool_call_id")
-            name = names.get(call_id) if call_id else None
-            name = name or msg.get("name") or last_tool
-            if not isinstance(name, str) or not name:
-                raise where.error("tool message names no tool and answers no known call",
-                                  mpath, "tool_call_id")
-            content = _text_of(msg.get("content"), where, mpath) or ""
-            result, error = _decode_result(content)
-            event: dict[str, Any] = {"kind": "tool_result", "tool": name}
-            if call_id:
-                event["call_id"] = call_id
-            if error is not None:
-                event["error"] = error
-            else:
-                event["result"] = result
-            events.append(event)
-        else:
-            raise where.error(f"unknown role {role!r} (want system, user, assistant or tool)",
-                              mpath, "role")
+        before = len(events)
+        try:
+            _one_message(msg, where, mpath, events, systems, names, state)
+        except InputError as exc:
+            del events[before:]
+            if log is None:
+                raise
+            log.error(exc)
     for seq, ev in enumerate(events, start=1):
         ev["seq"] = seq
     return events, systems
+
+
+def _one_message(msg: Any, where: _Where, mpath: str, events: list[dict[str, Any]],
+                 systems: list[dict[str, Any]], names: dict[str, str],
+                 state: dict[str, str | None]) -> None:
+    """The events of one message, appended to `events`."""
+    last_tool = state["last_tool"]
+    if not isinstance(msg, dict):
+        raise where.error("expected a chat message object", mpath)
+    role = msg.get("role")
+    if role in SYSTEM_ROLES:
+        systems.append(system_fingerprint(_text_of(msg.get("content"), where, mpath) or ""))
+    elif role == "user":
+        text = _text_of(msg.get("content"), where, mpath)
+        events.append({"kind": "user", "text": text or ""})
+    elif role == "assistant":
+        text = _text_of(msg.get("content"), where, mpath)
+        if text and msg.get("tool_calls"):
+            # Text sent in the same message as tool calls: kept, and marked, since the
+            # user could not answer it before the calls ran.
+            events.append({"kind": "assistant", "text": text,
+                           "metadata": {"with_tool_calls": True}})
+        elif text:
+            events.append({"kind": "assistant", "text": text})
+        if msg.get("tool_calls"):
+            for ev in _tool_call_events(msg, where, mpath, names):
+                state["last_tool"] = ev["tool"]
+                events.append(ev)
+        elif not text:
+            events.append({"kind": "assistant", "text": ""})
+    elif role in ("tool", "function"):
+        call_id = msg.get("tool_call_id")
+        ids = msg.get("tool_call_ids")
+        if call_id is None and isinstance(ids, list) and ids and isinstance(ids[0], str):
+            call_id = ids[0]  # SWE-agent: the calls a tool message answers
+        if call_id is not None and not isinstance(call_id, str):
+            raise where.error("expected a string", mpath, "tool_call_id")
+        name = names.get(call_id) if call_id else None
+        name = name or msg.get("name") or last_tool
+        if not isinstance(name, str) or not name:
+            raise where.error("tool message names no tool and answers no known call",
+                              mpath, "tool_call_id")
+        content = _text_of(msg.get("content"), where, mpath) or ""
+        result, error = _decode_result(content)
+        event: dict[str, Any] = {"kind": "tool_result", "tool": name}
+        if call_id:
+            event["call_id"] = call_id
+        if error is not None:
+            event["error"] = error
+        else:
+            event["result"] = result
+        events.append(event)
+    else:
+        raise where.error(f"unknown role {role!r} (want system, user, assistant or tool)",
+                          mpath, "role")
 
 
 def build_trace(header: dict[str, Any], events: list[dict[str, Any]], where: _Where) -> Trace:
@@ -190,8 +231,10 @@ def build_trace(header: dict[str, Any], events: list[dict[str, Any]], where: _Wh
         raise err from None
 
 
-def _conversation(obj: Any, where: _Where, default_id: str,
-                  scenario: str | None) -> Trace:
+def conversation_parts(obj: Any, where: _Where, default_id: str, scenario: str | None,
+                       log: ImportLog | None = None,
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, events) of one conversation: a message list or an object with `messages`."""
     header: dict[str, Any] = {"trace_id": default_id, "scenario": scenario,
                               "candidate": {}, "metadata": {"source": "openai-chat"}}
     if isinstance(obj, dict):
@@ -213,15 +256,21 @@ def _conversation(obj: Any, where: _Where, default_id: str,
         extra = {k: v for k, v in obj.items() if k not in _OBJECT_FIELDS and k != "messages"}
         if extra:
             header["metadata"]["request"] = extra
-        events, systems = messages_to_events(obj["messages"], where, ".messages")
+        events, systems = messages_to_events(obj["messages"], where, ".messages", log)
     else:
-        events, systems = messages_to_events(obj, where)
+        events, systems = messages_to_events(obj, where, "", log)
     if systems:
         header["metadata"]["system_prompts"] = systems
+    return header, events
+
+
+def _conversation(obj: Any, where: _Where, default_id: str,
+                  scenario: str | None) -> Trace:
+    header, events = conversation_parts(obj, where, default_id, scenario)
     return build_trace(header, events, where)
 
 
-def _is_message_list(obj: Any) -> bool:
+def is_message_list(obj: Any) -> bool:
     return isinstance(obj, list) and (not obj or (isinstance(obj[0], dict)
                                                   and "role" in obj[0]))
 
@@ -233,31 +282,23 @@ def iter_openai_chat(path: str | Path, *, prefix: str | None = None,
     Trace ids are the conversation's own `trace_id`/`id`, else `<prefix>/<n>` (n from 1;
     prefix defaults to the file's stem). Raises InputError naming file, line/path and field.
     """
+    from judge.importers import jsonio
+    from judge.trace.document import check_document
+
     p = Path(path)
     file = str(path)
     stem = prefix or p.stem
-    problem = unusable_file(p) if p.exists() else None  # a FIFO, /dev/zero: read forever
-    if problem is not None:
-        raise InputError(problem, file=file)
-    try:
-        fh = p.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", file=file) from None
-    with fh:
-        if p.suffix == ".jsonl":
-            n = 0
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                n += 1
-                obj = parse_json(raw, file, lineno)
-                yield _conversation(obj, _Where(file, lineno, ""), f"{stem}/{n}", scenario)
-            return
-        doc = parse_json(fh.read(), file, None)
-    if isinstance(doc, list) and doc and not _is_message_list(doc):
+    if jsonio.is_jsonl(p):
+        for n, (lineno, raw) in enumerate(jsonio.iter_lines(p), start=1):
+            obj = jsonio.loads(raw, file, lineno)
+            check_document(obj, file, lineno)
+            yield _conversation(obj, _Where(file, lineno, ""), f"{stem}/{n}", scenario)
+        return
+    doc = jsonio.load_file(p)
+    check_document(doc, file, None)
+    if isinstance(doc, list) and doc and not is_message_list(doc):
         for n, obj in enumerate(doc, start=1):
             yield _conversation(obj, _Where(file, None, f"[{n - 1}]"), f"{stem}/{n}",
                                 scenario)
     else:
         yield _conversation(doc, _Where(file, None, ""), f"{stem}/1", scenario)
-

@@ -30,30 +30,41 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import math
 import re
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from judge.errors import InputError
 from judge.importers.imported import ImportedTrace
 from judge.importers.messages import (
     Msg,
     ShapeError,
+    ToolCall,
     as_args,
     decode_json,
     parse_messages,
     printable,
 )
-from judge.importers.spanfile import RawSpan, ids_of, iter_raw
+from judge.importers.report import ImportLog
+from judge.importers.spanfile import RawSpan, ids_of, iter_raw, unflat_span
 from judge.importers.spans import Kind, SpanRecord, ToolUse, spans_to_traces
+
+#: what reading one span found wrong with a part of it: (field, message, action)
+Problems = list[tuple[str, str, str]]
 
 _OI_KINDS: dict[str, Kind] = {"LLM": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain"}
 _OTHER_OI = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR",
                        "PROMPT", "UNKNOWN"})
 _GENAI_LLM = frozenset({"chat", "text_completion", "generate_content", "completion",
-                        "responses"})
+                        "responses", "call_llm"})
+#: the Vercel AI SDK's operations (`ai.operationId`): model calls and tool calls
+_VERCEL_LLM = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject",
+                         "ai.streamObject", "ai.generateText.doGenerate",
+                         "ai.streamText.doStream", "ai.generateObject.doGenerate",
+                         "ai.streamObject.doStream"})
 _GENAI_AGENT = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
 _ERROR_CODES = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR", "Error", "error"})
 _ISO_DURATION = re.compile(r"^P(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?"
@@ -165,14 +176,17 @@ def subtree(attrs: dict[str, Any], prefix: str) -> Any:
 
 # -- ids and times -----------------------------------------------------------------------------
 def norm_id(value: Any, fld: str, size: int | None = None) -> str | None:
-    """A trace/span id as lowercase hex: hex as written (OTLP/JSON), `0x…`, or base64 (the
-    protobuf JSON mapping); other non-empty strings (uuids, Langfuse ids) are kept."""
+    """A trace/span id as lowercase hex: hex as written (OTLP/JSON), `0x…`, base64 (the
+    protobuf JSON mapping) or an integer of any width (hex, zero-padded to `size` bytes);
+    other non-empty strings (uuids, Langfuse ids) are kept."""
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
-        return format(value, "x").zfill(size * 2 if size else 0)
+        if value == 0:
+            return None
+        return format(value, "x").zfill(size * 2 if size and value >= 0 else 0)
     if not isinstance(value, str):
-        raise ShapeError("expected an id (a string)", fld)
+        raise ShapeError("expected an id (a string or an integer)", fld)
     s = value.strip()
     if s.lower().startswith("0x"):
         s = s[2:]
@@ -190,51 +204,87 @@ def norm_id(value: Any, fld: str, size: int | None = None) -> str | None:
     return s
 
 
-def _nanos_number(x: float) -> int:
+_MAX_NANOS = 2**63 - 1
+
+
+def _nanos_number(x: float, fld: str) -> int:
     """A number of seconds, milliseconds, microseconds or nanoseconds since the epoch."""
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ShapeError(f"expected a time, not {x}", fld)
     ax = abs(x)
     if ax >= 1e17:
-        return int(x)
-    if ax >= 1e14:
-        return int(x * 1_000)
-    if ax >= 1e11:
-        return int(x * 1_000_000)
-    return int(x * 1_000_000_000)
+        n = int(x)
+    elif ax >= 1e14:
+        n = int(x * 1_000)
+    elif ax >= 1e11:
+        n = int(x * 1_000_000)
+    else:
+        n = int(x * 1_000_000_000)
+    if abs(n) > _MAX_NANOS:
+        raise ShapeError("expected a time (this one is out of range)", fld)
+    return n
 
 
 def to_nanos(value: Any, fld: str, *, unix_nano: bool = False) -> int | None:
+    """A time as unix nanoseconds: a number (its unit told by its size, or nanoseconds for
+    a `*UnixNano` field), a numeric string, an ISO 8601 string, or the JS SDK's hrtime
+    `[seconds, nanoseconds]`. ShapeError (naming `fld`) for anything else, NaN included."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         raise ShapeError("expected a time", fld)
+    if isinstance(value, list) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        n = value[0] * 1_000_000_000 + value[1]
+        if abs(n) > _MAX_NANOS:
+            raise ShapeError("expected a time (this one is out of range)", fld)
+        return int(n)
     if isinstance(value, int | float):
-        return int(value) if unix_nano else _nanos_number(value)
+        if unix_nano and isinstance(value, int):
+            if abs(value) > _MAX_NANOS:
+                raise ShapeError("expected a time (this one is out of range)", fld)
+            return value
+        return _nanos_number(value, fld)
     if isinstance(value, str):
         s = value.strip()
+        if len(s) > 64:
+            raise ShapeError(f"expected a time, not {printable(value[:40])!r}…", fld)
         try:
-            return int(s) if unix_nano else _nanos_number(float(s))
+            if unix_nano and s.lstrip("-").isdigit():
+                return to_nanos(int(s), fld, unix_nano=True)
+            return _nanos_number(float(s), fld)
         except ValueError:
             pass
         try:
             dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace(" ", "T", 1))
         except ValueError:
-            raise ShapeError(f"expected a time, not {value[:40]!r}", fld) from None
+            raise ShapeError(f"expected a time, not {printable(value[:40])!r}", fld) \
+                from None
         if dt.tzinfo is None:
-            from datetime import UTC
             dt = dt.replace(tzinfo=UTC)
-        return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+        try:
+            return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+        except (OverflowError, ValueError, OSError):
+            raise ShapeError("expected a time (this one is out of range)", fld) from None
     raise ShapeError("expected a time", fld)
 
 
 def _duration_nanos(value: Any) -> int | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return _nanos_number(value) if value > 1e11 else int(value * 1e9) if isinstance(
-            value, float) else int(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int | float):
+        if abs(value) > 1e18:
+            return None
+        return _nanos_number(value, "duration") if value > 1e11 else int(value * 1e9) \
+            if isinstance(value, float) else int(value)
     if isinstance(value, str):
         m = _ISO_DURATION.match(value.strip())
         if m:
             h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-            return int(((h * 60 + mi) * 60 + s) * 1e9)
+            total = ((h * 60 + mi) * 60 + s) * 1e9
+            return int(total) if math.isfinite(total) and total < 1e18 else None
     return None
 
 
@@ -243,6 +293,23 @@ def _first(obj: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
         if obj.get(k) is not None:
             return k, obj[k]
     return keys[0], None
+
+
+def _time(obj: dict[str, Any], nano_keys: tuple[str, ...], keys: tuple[str, ...],
+          problems: Problems) -> int | None:
+    """A span's start or end time; a bad one is ignored (noted), the span kept."""
+    for group, unix_nano in ((nano_keys, True), (keys, False)):
+        if not group:
+            continue
+        k, v = _first(obj, group)
+        try:
+            t = to_nanos(v, k, unix_nano=unix_nano)
+        except ShapeError as exc:
+            problems.append((exc.field, f"{exc}: the time is ignored", "ignored"))
+            continue
+        if t is not None:
+            return t
+    return None
 
 
 # -- spans -------------------------------------------------------------------------------------
@@ -260,6 +327,15 @@ def span_kind(attrs: dict[str, Any], obj: dict[str, Any]) -> Kind:
         return "tool"
     if op in _GENAI_AGENT:
         return "agent"
+    vercel = attrs.get("ai.operationId")
+    if vercel in _VERCEL_LLM:
+        return "llm"
+    if vercel == "ai.toolCall":
+        return "tool"
+    if isinstance(attrs.get("gen_ai.tool.name"), str) and not any(
+            k.startswith(("llm.", "gen_ai.input", "gen_ai.output", "gen_ai.prompt"))
+            for k in attrs):
+        return "tool"
     tl = attrs.get("traceloop.span.kind")
     if tl == "tool":
         return "tool"
@@ -274,7 +350,16 @@ def span_kind(attrs: dict[str, Any], obj: dict[str, Any]) -> Kind:
     return "other"
 
 
-def _msg_list(value: Any, fld: str, default_role: str) -> list[Msg]:
+def _message_object(m: Any) -> Any:
+    """A message as found: one whose keys are dotted paths (`message.role`) put back
+    together (`{"message": {"role": ...}}`)."""
+    if isinstance(m, dict) and m and any(isinstance(k, str) and "." in k for k in m):
+        return unflatten({str(k): v for k, v in m.items()})
+    return m
+
+
+def _msg_list(value: Any, fld: str, default_role: str, problems: Problems) -> list[Msg]:
+    """Messages of a list (or one message); a bad one is left out (noted), the rest kept."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -285,40 +370,176 @@ def _msg_list(value: Any, fld: str, default_role: str) -> list[Msg]:
         raise ShapeError("expected a list of messages", fld)
     out: list[Msg] = []
     for i, m in enumerate(value):
-        if isinstance(m, dict) and "role" not in m and "message" not in m \
-                and "type" not in m and "lc" not in m:
-            m = {**m, "role": default_role}
-        out.extend(parse_messages(m, f"{fld}[{i}]"))
+        if m is None:
+            continue  # a sparse index the exporter left out
+        m = _message_object(m)
+        try:
+            out.extend(parse_messages(m, f"{fld}[{i}]", default_role=default_role))
+        except ShapeError as exc:
+            answer = _answer_named(m, out)
+            if answer is not None:
+                out.append(answer)
+                continue
+            problems.append((exc.field, f"{exc}: the message is left out", "skipped"))
     return out
 
 
-def llm_messages(attrs: dict[str, Any], output: bool) -> list[Msg] | None:
+def _answer_named(m: Any, before: list[Msg]) -> Msg | None:
+    """A message whose role is the name of a tool the model just called (LangChain.js's
+    tool messages, as some exporters write them): that call's result."""
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+        return None
+    for msg in reversed(before):
+        for call in msg.calls:
+            if call.name == m["role"]:
+                content = m.get("content")
+                return Msg("tool", call_id=call.call_id, tool=call.name,
+                           result=decode_json(content))
+        if msg.role == "user":
+            break
+    return None
+
+
+def _system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    parts = system if isinstance(system, list) else [system]
+    return "\n".join(str(p.get("content", p.get("text", ""))) if isinstance(p, dict)
+                     else str(p) for p in parts)
+
+
+def _vercel_messages(attrs: dict[str, Any], output: bool,
+                     problems: Problems) -> list[Msg] | None:
+    """The Vercel AI SDK's `ai.prompt.messages` / `ai.prompt` and `ai.response.*`."""
+    if output:
+        text = attrs.get("ai.response.text")
+        obj = attrs.get("ai.response.object")
+        calls_raw = decode_json(attrs.get("ai.response.toolCalls"))
+        if text is None and obj is None and calls_raw is None:
+            return None
+        calls: list[ToolCall] = []
+        if isinstance(calls_raw, list):
+            for i, c in enumerate(calls_raw):
+                if not isinstance(c, dict):
+                    continue
+                name = c.get("toolName", c.get("name"))
+                if not isinstance(name, str) or not name:
+                    problems.append((f"ai.response.toolCalls[{i}]", "tool call without a "
+                                     "name: left out", "skipped"))
+                    continue
+                cid = c.get("toolCallId", c.get("id"))
+                calls.append(ToolCall(name, as_args(c.get("args", c.get("input"))),
+                                      str(cid) if cid is not None else None))
+        body = text if isinstance(text, str) else (
+            obj if isinstance(obj, str) else None)
+        return [Msg("assistant", body or None, calls)] if body or calls else []
+    prompt = decode_json(attrs.get("ai.prompt.messages"))
+    if prompt is None:
+        prompt = decode_json(attrs.get("ai.prompt"))
+    if prompt is None:
+        return None
+    if isinstance(prompt, dict):
+        msgs: list[Msg] = []
+        if prompt.get("system"):
+            msgs.append(Msg("system", _system_text(prompt["system"])))
+        if isinstance(prompt.get("messages"), list):
+            msgs += _msg_list(prompt["messages"], "ai.prompt.messages", "user", problems)
+        elif prompt.get("prompt") is not None:
+            msgs += _msg_list(prompt["prompt"], "ai.prompt.prompt", "user", problems)
+        return msgs
+    return _msg_list(prompt, "ai.prompt.messages", "user", problems)
+
+
+def _any_agent_output(value: Any) -> list[Msg]:
+    """any-agent's `gen_ai.output`: the calls a model asked for (`tool.name`,
+    `tool.args`), or its text."""
+    decoded = decode_json(value)
+    if isinstance(decoded, list) and decoded and all(
+            isinstance(c, dict) and "tool.name" in c for c in decoded):
+        return [Msg("assistant", None, [ToolCall(str(c["tool.name"]),
+                                                 as_args(c.get("tool.args")))
+                                        for c in decoded])]
+    if value is None:
+        return []
+    return [Msg("assistant", value if isinstance(value, str) else json.dumps(
+        value, ensure_ascii=False, default=str))]
+
+
+def _event_messages(obj: dict[str, Any], output: bool,
+                    problems: Problems) -> list[Msg] | None:
+    """Messages recorded as span events, as the older GenAI conventions log them
+    (`gen_ai.user.message`, `gen_ai.assistant.message`, `gen_ai.tool.message`,
+    `gen_ai.system.message`; `gen_ai.choice` for the output)."""
+    try:
+        events = _span_events(obj)
+    except ShapeError:
+        return None
+    out: list[Msg] = []
+    found = False
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict) or not isinstance(ev.get("name"), str):
+            continue
+        name = ev["name"]
+        if not name.startswith("gen_ai.") or not (name.endswith(".message") or
+                                                  name == "gen_ai.choice"):
+            continue
+        if (name == "gen_ai.choice") != output:
+            continue
+        found = True
+        try:
+            body = attributes(ev.get("attributes"), f"events[{i}].attributes", flat=False)
+        except ShapeError as exc:
+            problems.append((exc.field, f"{exc}: the event is left out", "skipped"))
+            continue
+        if isinstance(ev.get("body"), dict):
+            body = {**ev["body"], **body}
+        if isinstance(body.get("message"), dict | str):
+            body = {**body, **(decode_json(body["message"]) if isinstance(
+                decode_json(body["message"]), dict) else {"content": body["message"]})}
+        role = name[len("gen_ai."):-len(".message")] if name != "gen_ai.choice" \
+            else "assistant"
+        msg = {k: v for k, v in body.items() if k in ("content", "tool_calls", "id",
+                                                     "tool_call_id", "role", "name")}
+        msg["tool_calls"] = decode_json(msg.get("tool_calls"))
+        msg.setdefault("role", role)
+        out += _msg_list([msg], f"events[{i}]", role, problems)
+    return out if found else None
+
+
+def llm_messages(attrs: dict[str, Any], output: bool, obj: dict[str, Any] | None = None,
+                 problems: Problems | None = None) -> list[Msg] | None:
     """A model call's input or output messages, whichever convention recorded them."""
+    problems = problems if problems is not None else []
     role = "assistant" if output else "user"
     for key in (("llm.output_messages", "gen_ai.output.messages", "gen_ai.completion")
                 if output else ("llm.input_messages", "gen_ai.input.messages",
                                 "gen_ai.prompt")):
         value = subtree(attrs, key)
         if value is not None:
-            msgs = _msg_list(value, key, role)
+            msgs = _msg_list(value, key, role, problems)
             if not output:
                 system = subtree(attrs, "gen_ai.system_instructions")
                 if system is not None:
-                    text = system if isinstance(system, str) else "\n".join(
-                        str(p.get("content", p.get("text", ""))) if isinstance(p, dict)
-                        else str(p) for p in (system if isinstance(system, list)
-                                              else [system]))
-                    msgs.insert(0, Msg("system", text))
+                    msgs.insert(0, Msg("system", _system_text(system)))
             return msgs
+    vercel = _vercel_messages(attrs, output, problems)
+    if vercel is not None:
+        return vercel
+    if output and attrs.get("gen_ai.output") is not None:
+        return _any_agent_output(attrs["gen_ai.output"])
+    if obj is not None:
+        from_events = _event_messages(obj, output, problems)
+        if from_events is not None:
+            return from_events
     # OpenInference without message attributes: the request/response bodies
     body = decode_json(attrs.get("output.value" if output else "input.value"))
     if isinstance(body, dict):
         if not output and isinstance(body.get("messages"), list):
-            return _msg_list(body["messages"], "input.value.messages", role)
+            return _msg_list(body["messages"], "input.value.messages", role, problems)
         if output and isinstance(body.get("choices"), list) and body["choices"]:
             first = body["choices"][0]
             if isinstance(first, dict) and isinstance(first.get("message"), dict):
-                return _msg_list([first["message"]], "output.value.choices", role)
+                return _msg_list([first["message"]], "output.value.choices", role, problems)
     return None
 
 
@@ -338,16 +559,31 @@ def _unwrap_args(value: Any) -> dict[str, Any]:
     return as_args(value)
 
 
+_TOOL_NAMES = ("gen_ai.tool.name", "tool.name", "tool_call.function.name",
+               "ai.toolCall.name", "traceloop.entity.name")
+_TOOL_IDS = ("gen_ai.tool.call.id", "tool_call.id", "tool.id", "ai.toolCall.id")
+_TOOL_ARGS = ("gen_ai.tool.call.arguments", "gen_ai.tool.args", "gen_ai.tool.input",
+              "tool_call.function.arguments", "ai.toolCall.args", "ai.toolCall.input",
+              "input.value", "traceloop.entity.input")
+_TOOL_RESULTS = ("gen_ai.tool.call.result", "gen_ai.tool.output", "gen_ai.output",
+                 "gcp.vertex.agent.tool_response",
+                 "ai.toolCall.result", "ai.toolCall.output", "output.value",
+                 "traceloop.entity.output")
+
+
+def tool_use(attrs: dict[str, Any], name: str) -> ToolUse:
+    """A tool execution from its span's attributes (any convention)."""
+    return _tool(attrs, name)
+
+
 def _tool(attrs: dict[str, Any], name: str) -> ToolUse:
-    tool_name = (attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-                 or attrs.get("tool_call.function.name") or attrs.get("traceloop.entity.name"))
-    if not isinstance(tool_name, str) or not tool_name:
+    tool_name = next((attrs[k] for k in _TOOL_NAMES if isinstance(attrs.get(k), str)
+                      and attrs[k]), None)
+    if tool_name is None:
         tool_name = name[len("execute_tool "):] if name.startswith("execute_tool ") else name
-    call_id = attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id")
-    _, args = _first(attrs, ("gen_ai.tool.call.arguments", "tool_call.function.arguments",
-                             "input.value", "traceloop.entity.input"))
-    _, result = _first(attrs, ("gen_ai.tool.call.result", "output.value",
-                                  "traceloop.entity.output"))
+    call_id = next((attrs[k] for k in _TOOL_IDS if attrs.get(k) is not None), None)
+    _, args = _first(attrs, _TOOL_ARGS)
+    _, result = _first(attrs, _TOOL_RESULTS)
     return ToolUse(name=tool_name or "(unnamed tool)",
                    call_id=str(call_id) if call_id is not None else None,
                    args=_unwrap_args(args), result=decode_json(result),
@@ -395,23 +631,30 @@ def _merge_detail_events(obj: dict[str, Any], attrs: dict[str, Any]) -> None:
                 attrs.setdefault(k, v)
 
 
-def to_record(raw: RawSpan) -> SpanRecord:
-    """One raw span as a SpanRecord; ShapeError names the field."""
-    obj = raw.obj
+_PARENTS = ("parentSpanId", "parent_span_id", "parent_id", "parentId", "parentObservationId",
+            "parent_run_id", "parent", "parentSpanContext")
+
+
+def to_record(raw: RawSpan, problems: Problems | None = None) -> SpanRecord:
+    """One raw span as a SpanRecord; ShapeError names the field of what makes the span
+    unreadable; `problems` gets what is wrong with a part of it (the rest is kept)."""
+    problems = problems if problems is not None else []
+    obj = raw.obj = unflat_span(raw.obj)
     span_raw, trace_raw = ids_of(obj)
     if raw.wrapper:
-        return SpanRecord(trace_id=norm_id(trace_raw, "trace_id"), span_id="",
+        return SpanRecord(trace_id=norm_id(trace_raw, "trace_id", 16), span_id="",
                           parent_id=None, name="", start=None, end=None,
                           ordinal=raw.ordinal, parent_ordinal=raw.parent, wrapper=True)
-    span_id = norm_id(span_raw, "spanId")
+    span_id = norm_id(span_raw, "spanId", 8)
     if span_id is None:
         raise ShapeError("the span has no id", "spanId")
-    trace_id = norm_id(trace_raw, "traceId")
-    pkey, parent = _first(obj, ("parentSpanId", "parent_span_id", "parent_id", "parentId",
-                                "parentObservationId", "parent_run_id"))
+    trace_id = norm_id(trace_raw, "traceId", 16)
+    pkey, parent = _first(obj, _PARENTS)
     if isinstance(parent, dict):
         parent = parent.get("span_id", parent.get("spanId"))
-    parent_id = norm_id(parent, pkey)
+    parent_id = norm_id(parent, pkey, 8)
+    if parent_id == span_id:
+        parent_id = None
     akey, attrs_raw = _first(obj, ("attributes", "span_attributes", "spanAttributes",
                                    "attrs"))
     attrs = attributes(attrs_raw, akey)
@@ -420,16 +663,10 @@ def to_record(raw: RawSpan) -> SpanRecord:
     if name is not None and not isinstance(name, str):
         raise ShapeError("expected a string", nkey)
     name = name or ""
-    skey, s = _first(obj, ("startTimeUnixNano", "start_time_unix_nano"))
-    start = to_nanos(s, skey, unix_nano=True)
-    if start is None:
-        skey, s = _first(obj, ("start_time", "startTime", "timestamp", "start"))
-        start = to_nanos(s, skey)
-    ekey, e = _first(obj, ("endTimeUnixNano", "end_time_unix_nano"))
-    end = to_nanos(e, ekey, unix_nano=True)
-    if end is None:
-        ekey, e = _first(obj, ("end_time", "endTime", "end"))
-        end = to_nanos(e, ekey)
+    start = _time(obj, ("startTimeUnixNano", "start_time_unix_nano"),
+                  ("start_time", "startTime", "timestamp", "start"), problems)
+    end = _time(obj, ("endTimeUnixNano", "end_time_unix_nano"),
+                ("end_time", "endTime", "end"), problems)
     if end is None and start is not None and obj.get("duration") is not None:
         d = _duration_nanos(obj["duration"])
         end = start + d if d is not None else None
@@ -438,7 +675,7 @@ def to_record(raw: RawSpan) -> SpanRecord:
                      start=start, end=end, ordinal=raw.ordinal, parent_ordinal=raw.parent,
                      kind=kind, error=_status_error(obj, attrs))
     model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model") \
-        or attrs.get("llm.model_name")
+        or attrs.get("llm.model_name") or attrs.get("ai.model.id")
     rec.model = str(model) if model else None
     agent = attrs.get("gen_ai.agent.name")
     if not agent:
@@ -447,38 +684,61 @@ def to_record(raw: RawSpan) -> SpanRecord:
         res = attributes(res_attrs if res_attrs is not None else obj.get("resource_attributes"),
                          "resource.attributes")
         agent = res.get("service.name")
+        if agent in ("unknown_service",) or (isinstance(agent, str) and
+                                              agent.startswith("unknown_service:")):
+            agent = None
     rec.agent = str(agent) if agent else None
     if kind == "llm":
-        rec.inputs = llm_messages(attrs, output=False)
-        rec.outputs = llm_messages(attrs, output=True)
+        rec.inputs = llm_messages(attrs, False, obj, problems)
+        rec.outputs = llm_messages(attrs, True, obj, problems)
     elif kind == "tool":
         rec.tool = _tool(attrs, name)
         if rec.error is not None:
             rec.tool.error = rec.error
-    _, rec.in_value = _first(attrs, ("input.value", "traceloop.entity.input"))
+    _, rec.in_value = _first(attrs, ("input.value", "traceloop.entity.input", "ai.prompt"))
     rec.in_value = decode_json(rec.in_value)
     _, out = _first(attrs, ("output.value", "traceloop.entity.output"))
     rec.out_value = decode_json(out)
     return rec
 
 
-def iter_records(path: str | Path, *, stream: bool | None = None) -> Iterator[SpanRecord]:
-    """Every span of an OpenTelemetry file as a SpanRecord; InputError names the file, the
-    line (JSONL), the span id and the field."""
-    file = str(path)
-    for raw in iter_raw(path, stream=stream):
+def span_where(raw: RawSpan, noun: str = "span") -> str:
+    span_id, _ = ids_of(raw.obj)
+    return f"{noun} {printable(str(span_id))}" if isinstance(span_id, str | int) \
+        and not isinstance(span_id, bool) else f"{noun} #{raw.ordinal}"
+
+
+def records(raws: Iterator[RawSpan], convert: Any, log: ImportLog,
+            noun: str = "span") -> Iterator[SpanRecord]:
+    """SpanRecords of raw spans (`convert(raw, problems)`); a span that cannot be read is
+    left out and noted (strict: the file's error), as is each part of one that cannot."""
+    for raw in raws:
+        problems: Problems = []
         try:
-            yield to_record(raw)
+            rec = convert(raw, problems)
         except ShapeError as exc:
-            span_id, _ = ids_of(raw.obj)
-            where = f"span {printable(str(span_id))}" if isinstance(span_id, str | int) \
-                else f"span #{raw.ordinal}"
-            raise InputError(str(exc), file=file, line=raw.line, path=where,
-                             field=exc.field) from None
+            log.problem(f"{exc}: the {noun} is left out", where=span_where(raw, noun),
+                        fld=exc.field, line=raw.line)
+            continue
+        for fld, message, action in problems:
+            log.problem(message, where=span_where(raw, noun), fld=fld, line=raw.line,
+                        action=action)
+        yield rec
+
+
+def iter_records(path: str | Path, *, stream: bool | None = None,
+                 log: ImportLog | None = None) -> Iterator[SpanRecord]:
+    """Every span of an OpenTelemetry file as a SpanRecord; a span that cannot be read is
+    noted in `log` (strict, the default: InputError naming the file, the line (JSONL), the
+    span id and the field)."""
+    log = log if log is not None else ImportLog(str(path))
+    return records(iter_raw(path, stream=stream), to_record, log)
 
 
 def iter_otel(path: str | Path, *, scenario: str | None = None,
-              stream: bool | None = None) -> Iterator[ImportedTrace]:
+              stream: bool | None = None, log: ImportLog | None = None,
+              ) -> Iterator[ImportedTrace]:
     """One trace per OTel trace id of the file (see the module docstring)."""
-    return spans_to_traces(iter_records(path, stream=stream), file=str(path), source="otel",
-                           scenario=scenario)
+    log = log if log is not None else ImportLog(str(path))
+    return spans_to_traces(iter_records(path, stream=stream, log=log), file=str(path),
+                           source="otel", scenario=scenario, log=log)

@@ -16,8 +16,11 @@ One trace per trace id, in the order the ids first appear. Every event's metadat
 source: `source_span_id`, `source_trace_id`, and `source_parent_span_id` (so an annotation on
 a step span finds the events of the LLM and tool spans inside it).
 
-LLM spans nested inside another LLM span (a framework's wrapper around the SDK's call) are
-the same call: only the outer one counts. Inside a smolagents CodeAgent (a span named
+LLM spans nested inside another LLM span (a framework's wrapper around the SDK's calls, the
+Vercel AI SDK's `ai.generateText` around its `doGenerate` steps) are the same calls: the
+innermost ones that carry messages count, the wrapper does not (its output is the last
+step's). A span id seen twice in a trace is one span when both copies are the same (a
+re-export), and two (noted) when they differ. Inside a smolagents CodeAgent (a span named
 `CodeAgent.*` or below it, until another agent's span), a model output that holds a code
 block is a `python_interpreter` call whose args carry the code, the tools the code calls are
 calls of their own, and the step span's output (the observations) is the interpreter's result.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import json
 import os
 import re
 import sqlite3
@@ -38,15 +42,10 @@ from typing import Any, Literal
 import orjson
 
 from judge.errors import InputError
+from judge.importers.conversation import Conversation
 from judge.importers.imported import ImportedTrace
-from judge.importers.messages import (
-    CODE_TOOL,
-    Conversation,
-    Msg,
-    ToolCall,
-    printable,
-    with_code_action,
-)
+from judge.importers.messages import CODE_TOOL, Msg, ToolCall, printable, with_code_action
+from judge.importers.report import ImportLog
 
 Kind = Literal["llm", "tool", "agent", "chain", "other"]
 _OTHER_AGENT = re.compile(r"\w*Agent\.(run|__call__)\b")
@@ -84,19 +83,39 @@ class SpanRecord:
     out_value: Any = None
     model: str | None = None
     agent: str | None = None
+    task_id: str | None = None  # the dataset example a root run was made for
 
     def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self), default=str)
+        try:  # orjson serializes dataclasses itself, without asdict's deep copy
+            return orjson.dumps(self, default=str)
+        except (TypeError, orjson.JSONEncodeError):
+            return dump_blob(asdict(self))
 
     @classmethod
     def from_json(cls, data: bytes) -> SpanRecord:
-        d = orjson.loads(data)
+        d = load_blob(data)
         for name in ("inputs", "outputs"):
             if d[name] is not None:
                 d[name] = [_msg(m) for m in d[name]]
         if d["tool"] is not None:
             d["tool"] = ToolUse(**d["tool"])
         return cls(**d)
+
+
+def dump_blob(value: Any) -> bytes:
+    """JSON bytes of a record (orjson; Python's json for what orjson refuses: integers
+    wider than 64 bits, lone surrogates, which the writer repairs and notes later)."""
+    try:
+        return orjson.dumps(value, default=str)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, default=str).encode()
+
+
+def load_blob(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _msg(d: dict[str, Any]) -> Msg:
@@ -112,21 +131,25 @@ class _TraceFacts:
     agent: str | None = None
     has_user: bool = False
     root: Any = None  # the input value of the earliest root span
+    root_id: str | None = None  # that span's id
+    task_id: str | None = None  # the task (dataset example) the root names, if any
 
 
 class _Spill:
     """Span records on disk (a temporary SQLite file): ids inherited through nesting are
     resolved there, and traces are read back one at a time in time order."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, log: ImportLog) -> None:
         self.file = file
+        self.log = log
         fd, self.path = tempfile.mkstemp(prefix="judge-spans-", suffix=".sqlite")
         os.close(fd)
         self.db = sqlite3.connect(self.path)
         self.db.executescript(
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-4096;"
             "CREATE TABLE s (o INTEGER PRIMARY KEY, po INTEGER, w INTEGER, t TEXT, sid TEXT,"
-            " ps TEXT, k INTEGER, model TEXT, agent TEXT, user INTEGER, b BLOB);")
+            " ps TEXT, k INTEGER, model TEXT, agent TEXT, user INTEGER, kd TEXT,"
+            " msgs INTEGER, b BLOB);")
         self._rows: list[tuple[Any, ...]] = []
 
     def add(self, rec: SpanRecord) -> None:
@@ -136,22 +159,23 @@ class _Spill:
             rec.ordinal, rec.parent_ordinal, int(rec.wrapper), rec.trace_id,
             None if rec.wrapper else rec.span_id, rec.parent_id,
             rec.start if rec.start is not None else -1,
-            rec.model if rec.kind == "llm" else None, rec.agent, int(has_user),
-            None if rec.wrapper else rec.to_json()))
+            rec.model if rec.kind == "llm" else None, rec.agent, int(has_user), rec.kind,
+            int(bool(rec.inputs or rec.outputs)), None if rec.wrapper else rec.to_json()))
         if len(self._rows) >= 500:
             self.flush()
 
     def flush(self) -> None:
         try:
-            self.db.executemany("INSERT INTO s VALUES (?,?,?,?,?,?,?,?,?,?,?)", self._rows)
+            self.db.executemany("INSERT INTO s VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", self._rows)
         except sqlite3.IntegrityError:
             raise InputError("the same position read twice (internal)", file=self.file) \
                 from None
         self._rows = []
 
     def resolve(self) -> dict[str, _TraceFacts]:
-        """Inherit trace ids and parent span ids through nesting; refuse spans without a
-        trace id and span ids used twice in one trace; the facts of each trace."""
+        """Inherit trace ids and parent span ids through nesting; leave out (noted) spans
+        without a trace id; one span for identical copies of a span id; the facts of each
+        trace."""
         self.flush()
         db = self.db
         while db.execute(
@@ -161,17 +185,27 @@ class _Spill:
             pass
         db.execute("UPDATE s SET ps = (SELECT p.sid FROM s p WHERE p.o = s.po AND p.w = 0)"
                    " WHERE ps IS NULL AND po IS NOT NULL AND w = 0")
-        missing = db.execute("SELECT sid FROM s WHERE w = 0 AND t IS NULL LIMIT 1").fetchone()
-        if missing:
-            raise InputError("the span has no trace id (nor a parent or document that has one)",
-                             file=self.file, path=f"span {printable(missing[0])}",
-                             field="traceId")
+        for (sid,) in db.execute("SELECT sid FROM s WHERE w = 0 AND t IS NULL").fetchall():
+            self.log.problem("the span has no trace id (nor a parent or document that has "
+                             "one)", where=f"span {printable(sid)}", fld="traceId")
+        db.execute("DELETE FROM s WHERE w = 0 AND t IS NULL")
         db.execute("CREATE INDEX s_tko ON s (t, k, o) WHERE w = 0")
-        dup = db.execute("SELECT t, sid FROM s WHERE w = 0 GROUP BY t, sid HAVING COUNT(*) > 1"
-                         " LIMIT 1").fetchone()
-        if dup:
-            raise InputError(f"span id used twice in trace {printable(dup[0])}", file=self.file,
-                             path=f"span {printable(dup[1])}", field="spanId")
+        for t, sid in db.execute("SELECT t, sid FROM s WHERE w = 0 GROUP BY t, sid"
+                                 " HAVING COUNT(*) > 1").fetchall():
+            rows = db.execute("SELECT o, b FROM s WHERE w = 0 AND t = ? AND sid = ?"
+                              " ORDER BY o", (t, sid)).fetchall()
+            seen: set[bytes] = set()
+            for o, blob in rows:
+                body = _without_position(blob)
+                if body in seen:
+                    db.execute("DELETE FROM s WHERE o = ?", (o,))
+                seen.add(body)
+            if len(seen) > 1:
+                self.log.note(f"span id used {len(rows)} times in trace {printable(t)} with "
+                              f"different content: {len(seen)} spans kept",
+                              where=f"span {printable(sid)}", fld="spanId", action="kept")
+            elif len(rows) > 1:
+                self.log.omit("repeated copies of a span", len(rows) - 1)
         facts: dict[str, _TraceFacts] = {}
         for t, first, n in db.execute("SELECT t, MIN(o), COUNT(*) FROM s WHERE w = 0"
                                       " GROUP BY t ORDER BY MIN(o)"):
@@ -190,8 +224,35 @@ class _Spill:
                        (trace_id,)).fetchone() is not None
         row = q("SELECT b FROM s WHERE w = 0 AND t = ? AND ps IS NULL ORDER BY k, o LIMIT 1",
                 (trace_id,)).fetchone()
-        f.root = orjson.loads(row[0]).get("in_value") if row else None
+        root = load_blob(row[0]) if row else {}
+        f.root = root.get("in_value")
+        f.root_id = root.get("span_id")
+        f.task_id = root.get("task_id")
         return f
+
+    def wrappers(self, trace_id: str) -> set[str]:
+        """The LLM spans of a trace that hold an LLM span with messages (see the module
+        docstring): their own messages are the inner calls' again."""
+        parent: dict[str, str | None] = {}
+        inner: list[str] = []
+        llm: set[str] = set()
+        for sid, ps, kd, msgs in self.db.execute(
+                "SELECT sid, ps, kd, msgs FROM s WHERE w = 0 AND t = ?", (trace_id,)):
+            parent[sid] = ps
+            if kd == "llm":
+                llm.add(sid)
+                if msgs:
+                    inner.append(sid)
+        out: set[str] = set()
+        for sid in inner:
+            seen = {sid}
+            p = parent.get(sid)
+            while p is not None and p not in seen:
+                seen.add(p)
+                if p in llm:
+                    out.add(p)
+                p = parent.get(p)
+        return out
 
     def trace(self, trace_id: str) -> Iterator[SpanRecord]:
         cur = self.db.execute("SELECT b, ps FROM s WHERE w = 0 AND t = ? ORDER BY k, o",
@@ -206,6 +267,14 @@ class _Spill:
         self.db.close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+
+def _without_position(blob: bytes) -> bytes:
+    """A record's content without where it was in the file (two copies of one span)."""
+    d = load_blob(blob)
+    for key in ("ordinal", "parent_ordinal"):
+        d.pop(key, None)
+    return json.dumps(d, sort_keys=True, default=str).encode()
 
 
 def value_text(value: Any) -> str | None:
@@ -225,12 +294,11 @@ def value_text(value: Any) -> str | None:
 class _Replay:
     """The events of one trace, moment by moment."""
 
-    def __init__(self, trace_id: str, facts: _TraceFacts) -> None:
+    def __init__(self, trace_id: str, facts: _TraceFacts, wrappers: set[str]) -> None:
         self.trace_id = trace_id
         self.facts = facts
+        self.wrappers = wrappers
         self.conv = Conversation()
-        self.parent: dict[str, str | None] = {}
-        self.in_llm: dict[str, bool] = {}
         self.in_code: dict[str, bool] = {}
         self.code_calls: dict[str, str] = {}  # step span id -> its python_interpreter call id
 
@@ -240,29 +308,30 @@ class _Replay:
             md["source_parent_span_id"] = rec.parent_id
         return md
 
+    def _counts(self, rec: SpanRecord) -> bool:
+        return rec.kind == "llm" and rec.span_id not in self.wrappers
+
     def start(self, rec: SpanRecord) -> list[dict[str, Any]]:
-        p = rec.parent_id if rec.parent_id in self.in_llm else None
-        self.parent[rec.span_id] = rec.parent_id
-        outer_llm = self.in_llm.get(p, False) if p is not None else False
-        self.in_llm[rec.span_id] = outer_llm or rec.kind == "llm"
+        p = rec.parent_id
         code = self.in_code.get(p, False) if p is not None else False
         if "CodeAgent" in rec.name:
             code = True
         elif _OTHER_AGENT.match(rec.name):
             code = False
         self.in_code[rec.span_id] = code
-        if rec.kind == "llm" and not outer_llm and rec.inputs:
+        if self._counts(rec) and rec.inputs:
             msgs = [with_code_action(m, None) for m in rec.inputs] if code else rec.inputs
-            return self.conv.inputs(msgs, self.source(rec))
+            return self.conv.inputs(msgs, self.source(rec), call=rec.span_id)
         if rec.kind == "tool" and rec.tool is not None:
             t = rec.tool
-            return self.conv.tool_call(t.name, t.call_id, t.args, self.source(rec))
+            return self.conv.tool_call(t.name, t.call_id, t.args, self.source(rec),
+                                       key=rec.span_id)
         return []
 
     def end(self, rec: SpanRecord) -> list[dict[str, Any]]:
         p = rec.parent_id
-        if rec.kind == "llm" and not (p is not None and self.in_llm.get(p, False)):
-            if not rec.outputs:
+        if rec.kind == "llm":
+            if not self._counts(rec) or not rec.outputs:
                 return []
             msgs = rec.outputs
             if self.in_code.get(rec.span_id):
@@ -270,13 +339,13 @@ class _Replay:
                 msgs = [with_code_action(m, call_id) for m in msgs]
                 if p is not None and any(c.call_id == call_id for m in msgs for c in m.calls):
                     self.code_calls[p] = call_id
-            return self.conv.outputs(msgs, self.source(rec))
+            return self.conv.outputs(msgs, self.source(rec), call=rec.span_id)
         if rec.kind == "tool" and rec.tool is not None:
             t = rec.tool
             if not t.has_result and t.error is None and rec.error is None:
                 return []
             return self.conv.tool_result(t.name, t.call_id, t.result, t.error or rec.error,
-                                         self.source(rec))
+                                         self.source(rec), key=rec.span_id)
         code_id = self.code_calls.pop(rec.span_id, None)
         if code_id is not None:
             return self.conv.tool_result(CODE_TOOL, code_id, rec.out_value, rec.error,
@@ -287,7 +356,8 @@ class _Replay:
         text = value_text(self.facts.root) if not self.facts.has_user else None
         if text:
             yield {"kind": "user", "text": text,
-                   "metadata": {"source_span_id": "(root)", "source_trace_id": self.trace_id}}
+                   "metadata": {"source_span_id": self.facts.root_id or "(root)",
+                                "source_trace_id": self.trace_id}}
         pending: list[tuple[int, int, int, int, SpanRecord]] = []
         for n, rec in enumerate(spans):
             at = rec.start if rec.start is not None else -1
@@ -303,23 +373,29 @@ class _Replay:
 
 def spans_to_traces(records: Iterable[SpanRecord], *, file: str, source: str,
                     scenario: str | None = None,
-                    header_extra: dict[str, Any] | None = None) -> Iterator[ImportedTrace]:
+                    header_extra: dict[str, Any] | None = None,
+                    log: ImportLog | None = None) -> Iterator[ImportedTrace]:
     """One ImportedTrace per trace id of `records`, in first-appearance order.
 
     All records are read (and spilled) before the first trace is yielded: a trace's spans
     may be anywhere in a file. Exhaust each trace's events before asking for the next.
     """
-    spill = _Spill(file)
+    log = log if log is not None else ImportLog(file)
+    spill = _Spill(file, log)
     try:
         for rec in records:
             spill.add(rec)
+            log.source[f"spans ({rec.kind})" if not rec.wrapper else "documents"] += 1
         facts = spill.resolve()
         if not facts:
+            if log.notes:
+                from judge.importers.imported import nothing_imported
+                raise nothing_imported(log)
             raise InputError("no spans found (expected OTLP/JSON resourceSpans, or span "
                              "objects with span and trace ids)", file=file)
         for trace_id, f in facts.items():
             spill.facts(trace_id, f)
-            replay = _Replay(trace_id, f)
+            replay = _Replay(trace_id, f, spill.wrappers(trace_id))
             candidate: dict[str, Any] = {}
             if f.model:
                 candidate["model"] = f.model
@@ -330,6 +406,8 @@ def spans_to_traces(records: Iterable[SpanRecord], *, file: str, source: str,
             root_text = value_text(f.root)
             if root_text:
                 metadata["task"] = {"instruction": root_text}
+            if f.task_id:
+                metadata["task_id"] = f.task_id
             if header_extra:
                 metadata.update(header_extra)
             # System prompts are kept out of the events: their fingerprints are listed here

@@ -40,7 +40,9 @@ def write_trace_lines(traces: Iterable[Iterable[str]], out: str | Path) -> int:
         nonlocal n
         for trace in traces:
             for line in trace:
-                yield json_safe(line)  # C1, U+2028…: \u escapes, same data
+                body = line[:-1] if line.endswith("\n") else line
+                # C1, U+2028…: \u escapes, same data (the common line has none: as it is)
+                yield line if body.isprintable() else json_safe(line)
             n += 1
 
     write_output(out, lines())

@@ -14,6 +14,7 @@ from judge.checks.anchors import trace_timeline
 from judge.checks.replies import SourceIndex
 from judge.errors import ConfigError
 from judge.formats.verdicts import item_id
+from judge.items.foreign import foreign_facts
 from judge.items.model import Item, ItemKind
 from judge.items.slice import SliceSource, build_slice, needles_of
 from judge.ledger.loader import LoadedScenario
@@ -237,6 +238,9 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
     candidate = dict(trace.candidate)
     redaction = loaded.scenario.redaction.as_extra()
     mutating_tools = loaded.scenario.rules.mutating_tools
+    leakage = loaded.scenario.leakage
+    plan = loaded.ledger.plan
+    foreign: dict[str | None, dict[str, Any] | None] = {}  # per session
     items: list[Item] = []
     for index, names in chosen:
         ev = events[index]
@@ -260,6 +264,11 @@ def extract_items(loaded: LoadedScenario, trace: Trace, rubrics: list[str] | Non
         if kind == "assistant" and replies is not None:
             extra = {"unsupported": replies.unsupported(index),
                      "end_state": replies.end_state(index), "actions": replies.actions}
+        if leakage is not None:
+            session = ev.session or plan.session_of(ev.turn)
+            if session not in foreign:
+                foreign[session] = foreign_facts(leakage, session)
+            extra["foreign"] = foreign[session]
         for name in names:
             items.append(Item(
                 item_id=item_id(trace.trace_id, ev.seq, name), trace_id=trace.trace_id,

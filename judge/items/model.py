@@ -24,6 +24,10 @@ class Item:
     `end_state` (`{"seq", "state"}` of the trace's last state snapshot, or None) and
     `actions` (every tool call of the run: `{"seq", "tool", "outcome"}`, outcome `ok`,
     `error` or `no result`).
+
+    `foreign` (scenarios with a `leakage:` block) holds the facts that belong to someone
+    else, by owner, as the item's session sees them (judge.items.foreign), and the ledger
+    key a leak violates: data for a judge, never an instruction.
     """
 
     item_id: str
@@ -47,6 +51,7 @@ class Item:
     unsupported: tuple[dict[str, str], ...] = ()
     end_state: dict[str, Any] | None = None
     actions: tuple[dict[str, Any], ...] = ()
+    foreign: dict[str, Any] | None = None
 
     def __hash__(self) -> int:
         return hash(self.item_id)
@@ -64,6 +69,7 @@ class Item:
             **({"unsupported": list(self.unsupported)} if self.unsupported else {}),
             **({"end_state": self.end_state} if self.end_state is not None else {}),
             **({"actions": list(self.actions)} if self.actions else {}),
+            **({"foreign": self.foreign} if self.foreign is not None else {}),
         }
 
     @classmethod
@@ -80,6 +86,7 @@ class Item:
             unsupported=tuple(dict(x) for x in d.get("unsupported") or ()),
             end_state=dict(d["end_state"]) if d.get("end_state") is not None else None,
             actions=tuple(dict(x) for x in d.get("actions") or ()),
+            foreign=dict(d["foreign"]) if isinstance(d.get("foreign"), dict) else None,
         )
 
     # Convenience views over the ledger snapshot, for rules and providers.

@@ -115,5 +115,5 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         p = p / "scenario.yaml"
     file = str(p)
     scenario = load_yaml_model(p, Scenario, "scenario")
-    ledger = Ledger.reduce(scenario.ledger, file=file)
+    ledger = Ledger.reduce(scenario.ledger, file=file, sessions=scenario.sessions)
     return LoadedScenario(scenario, ledger, file)

@@ -5,6 +5,13 @@ transition rules of formats §2. A fixture that breaks a rule is rejected naming
 `Ledger.with_applied(...)` is the ledger after any per-key prefix of the deltas, as one
 trace reached it (what a judge reads: see `judge.ledger.timeline`). Both come from the
 same single reduction, so a delta means the same thing in either.
+
+With the scenario's `sessions:` (judge.ledger.sessions) the reduction is session-aware: at
+the first turn of a later session every active entry of persistence `turn`, `task` or
+`session` set in an earlier session expires, and `until_replaced` entries carry over. So a
+session-scoped value never survives into the next session (a `supersede` of it there is
+refused: it is no longer active; `set` it again), and a cross-session value is replaced only
+by a later delta the transition rules accept (the newest authorized value wins).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 
 from judge.errors import LedgerError
 from judge.ledger.scenario import Delta, EntryClass, Op, Persistence, Sensitivity, Source
+from judge.ledger.sessions import SessionPlan, SessionSpec
 
 AUTHORITY_CLASSES = frozenset({EntryClass.GOAL, EntryClass.CONSTRAINT, EntryClass.PERMISSION})
 
@@ -33,14 +41,23 @@ class Entry:
     since_turn: int
     status: str = "active"  # active | completed | revoked | failed | expired
     aliases: tuple[str, ...] = ()
+    session: str | None = None  # the session of `since_turn` (scenarios with `sessions:`)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "key": self.key, "value": self.value, "class": self.class_.value,
             "persistence": self.persistence.value, "sensitivity": self.sensitivity.value,
             "source": self.source.value, "since_turn": self.since_turn, "status": self.status,
             "aliases": list(self.aliases),
         }
+        if self.session is not None:
+            out["session"] = self.session
+        return out
+
+    @property
+    def cross_session(self) -> bool:
+        """Whether the entry persists into later sessions (`until_replaced`)."""
+        return self.persistence is Persistence.UNTIL_REPLACED
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +89,7 @@ class LedgerSnapshot:
     #: taken before, and the seq of the last event it reflects (None: no event before)
     before_seq: int | None = None
     through_seq: int | None = None
+    session: str | None = None  # the session `turn` is in (scenarios with `sessions:`)
 
     @property
     def active(self) -> dict[str, Entry]:
@@ -102,6 +120,8 @@ class LedgerSnapshot:
             by_status[e.status].append(e.to_dict())
         out: dict[str, Any] = {"turn": self.turn, **by_status,
                                "superseded": [s.to_dict() for s in self.superseded]}
+        if self.session is not None:
+            out["session"] = self.session
         if self.before_seq is not None:
             out["before_seq"] = self.before_seq
             out["through_seq"] = self.through_seq
@@ -127,10 +147,14 @@ class Ledger:
     #: per delta (in list order): what it did (`with_applied` rebuilds any prefix from these)
     effects: list[DeltaEffect] = field(default_factory=list)
     _key_order: dict[str, int] = field(default_factory=dict)
+    #: which session each turn is in (empty: one session)
+    plan: SessionPlan = field(default_factory=SessionPlan)
 
     @classmethod
-    def reduce(cls, deltas: list[Delta], file: str | None = None) -> Ledger:
-        ledger = cls(list(deltas))
+    def reduce(cls, deltas: list[Delta], file: str | None = None,
+               sessions: SessionPlan | list[SessionSpec] | None = None) -> Ledger:
+        plan = sessions if isinstance(sessions, SessionPlan) else SessionPlan.of(sessions or [])
+        ledger = cls(list(deltas), plan=plan)
         entries: dict[str, Entry] = {}
         superseded: list[Superseded] = []
         last_turn = -1
@@ -143,10 +167,11 @@ class Ledger:
                     "deltas must be in turn order", file=file, path=where, field="turn")
             if d.turn > last_turn and last_turn >= 0:
                 ledger._record(last_turn, entries, superseded, by_turn.get(last_turn, []))
-                _expire(entries, d.turn)
+                _expire(entries, d.turn, plan)
             last_turn = d.turn
+            _check_session(d, plan, file, where)
             n_superseded = len(superseded)
-            _apply(d, entries, superseded, file, where)
+            _apply(d, entries, superseded, file, where, plan.session_of(d.turn))
             ledger.effects.append(DeltaEffect(
                 entries[d.key], superseded[-1] if len(superseded) > n_superseded else None))
             ledger._key_order.setdefault(d.key, len(ledger._key_order))
@@ -158,19 +183,22 @@ class Ledger:
     def _record(self, turn: int, entries: dict[str, Entry], superseded: list[Superseded],
                 deltas: list[Delta]) -> None:
         self._turns.append(turn)
-        self._snapshots.append(
-            LedgerSnapshot(turn, dict(entries), tuple(superseded), tuple(deltas)))
+        self._snapshots.append(LedgerSnapshot(turn, dict(entries), tuple(superseded),
+                                              tuple(deltas),
+                                              session=self.plan.session_of(turn)))
 
     def at(self, turn: int) -> LedgerSnapshot:
-        """The ledger as it holds at `turn` (after that turn's deltas)."""
+        """The ledger as it holds at `turn` (after that turn's deltas; with sessions, as the
+        session holding `turn` sees it)."""
+        session = self.plan.session_of(turn)
         i = bisect_right(self._turns, turn) - 1
         if i < 0:
-            return LedgerSnapshot(turn, {}, ())
+            return LedgerSnapshot(turn, {}, (), session=session)
         snap = self._snapshots[i]
         entries = dict(snap.entries)
-        _expire(entries, turn)
+        _expire(entries, turn, self.plan)
         deltas = snap.deltas if snap.turn == turn else ()
-        return LedgerSnapshot(turn, entries, snap.superseded, deltas)
+        return LedgerSnapshot(turn, entries, snap.superseded, deltas, session=session)
 
     def keys(self) -> set[str]:
         return {d.key for d in self.deltas}
@@ -207,23 +235,60 @@ class Ledger:
                 superseded.append(old)
             last[d.key] = i
         entries: dict[str, Entry] = {}
+        plan = self.plan
         for key in sorted(last, key=self._key_order.__getitem__):
             i = last[key]
             entry = self.effects[i].entry
             when = since.get(i) if since else None
-            entries[key] = entry if when is None else replace(entry, since_turn=when)
-        _expire(entries, turn)
-        return LedgerSnapshot(turn, entries, tuple(superseded))
+            entries[key] = entry if when is None else replace(
+                entry, since_turn=when, session=plan.session_of(when))
+        _expire(entries, turn, plan)
+        return LedgerSnapshot(turn, entries, tuple(superseded), session=plan.session_of(turn))
 
 
-def _expire(entries: dict[str, Entry], turn: int) -> None:
+def _expire(entries: dict[str, Entry], turn: int, plan: SessionPlan) -> None:
+    """Expire what no longer holds at `turn`: a turn-scoped entry after its turn, and (with
+    sessions) every entry that does not persist across sessions once a later one began."""
     for k, e in list(entries.items()):
-        if e.status == "active" and e.persistence is Persistence.TURN and e.since_turn < turn:
+        if e.status != "active":
+            continue
+        if (e.persistence is Persistence.TURN and e.since_turn < turn) or (
+                plan and e.persistence is not Persistence.UNTIL_REPLACED
+                and plan.crosses(e.since_turn, turn)):
             entries[k] = replace(e, status="expired")
 
 
+def expired_by_session(entry: Entry, turn: int, plan: SessionPlan) -> bool:
+    """Whether an expired entry expired because its session ended before `turn` (not only
+    because its turn did)."""
+    return (entry.status == "expired" and entry.persistence in _SESSION_BOUND
+            and plan.crosses(entry.since_turn, turn))
+
+
+_SESSION_BOUND = frozenset({Persistence.TASK, Persistence.SESSION})
+
+
+def _check_session(d: Delta, plan: SessionPlan, file: str | None, where: str) -> None:
+    """A delta that names its session must name the one its turn is in."""
+    if d.session is None:
+        return
+    if not plan:
+        raise LedgerError(f"{d.op.value} of '{d.key}' at turn {d.turn} names session "
+                          f"'{d.session}', but the scenario lists no sessions (sessions:)",
+                          file=file, path=where, field="session")
+    if d.session not in plan.ids:
+        raise LedgerError(f"{d.op.value} of '{d.key}' at turn {d.turn}: no session "
+                          f"'{d.session}' in sessions: ({', '.join(plan.ids)})",
+                          file=file, path=where, field="session")
+    actual = plan.session_of(d.turn)
+    if actual != d.session:
+        raise LedgerError(f"{d.op.value} of '{d.key}' at turn {d.turn} says session "
+                          f"'{d.session}', but turn {d.turn} is in session '{actual}' "
+                          "(sessions:)", file=file, path=where, field="session")
+
+
 def _apply(d: Delta, entries: dict[str, Entry], superseded: list[Superseded],
-           file: str | None, where: str) -> None:
+           file: str | None, where: str, session: str | None = None) -> None:
     def fail(msg: str, fld: str | None = None) -> LedgerError:
         return LedgerError(f"{d.op.value} of '{d.key}' at turn {d.turn}: {msg}",
                            file=file, path=where, field=fld)
@@ -254,7 +319,7 @@ def _apply(d: Delta, entries: dict[str, Entry], superseded: list[Superseded],
             raise fail(f"key is already {prev.status} since turn {prev.since_turn}; "
                        "use 'supersede' for a new value or 'fail' to roll back", "op")
         entries[d.key] = Entry(d.key, d.value, cls_, pers, sens, d.source, d.turn,
-                               "active", aliases)
+                               "active", aliases, session)
     elif d.op is Op.SUPERSEDE:
         assert prev is not None
         if prev.status == "completed":
@@ -266,7 +331,7 @@ def _apply(d: Delta, entries: dict[str, Entry], superseded: list[Superseded],
             raise fail("supersede needs the new value", "value")
         superseded.append(Superseded(d.key, prev.value, prev.since_turn, d.turn, cls_, sens))
         entries[d.key] = Entry(d.key, d.value, cls_, pers, sens, d.source, d.turn,
-                               "active", aliases)
+                               "active", aliases, session)
     elif d.op is Op.COMPLETE:
         if prev is not None and prev.status == "completed":
             raise fail(f"already completed at turn {prev.since_turn}", "op")
@@ -275,19 +340,20 @@ def _apply(d: Delta, entries: dict[str, Entry], superseded: list[Superseded],
                        "op")
         value = d.value if d.value is not None else (prev.value if prev else None)
         entries[d.key] = Entry(d.key, value, cls_, pers, sens, d.source, d.turn,
-                               "completed", aliases)
+                               "completed", aliases, session)
     elif d.op is Op.REVOKE:
         assert prev is not None
         if prev.status not in ("active", "completed"):
             raise fail(f"only an active key can be revoked (it is {prev.status})", "op")
-        entries[d.key] = replace(prev, status="revoked", since_turn=d.turn, source=d.source)
+        entries[d.key] = replace(prev, status="revoked", since_turn=d.turn, source=d.source,
+                                 session=session)
     elif d.op is Op.FAIL:
         assert prev is not None
         if prev.status not in ("active", "completed"):
             raise fail(f"only an active or completed key can fail (it is {prev.status})", "op")
         value = d.value if d.value is not None else prev.value
         entries[d.key] = replace(prev, value=value, status="failed", since_turn=d.turn,
-                                 source=d.source)
+                                 source=d.source, session=session)
 
 
 def _check_authority(d: Delta, cls_: EntryClass, fail: Any) -> None:

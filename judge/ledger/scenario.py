@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.ledger.leakage import Leakage
+from judge.ledger.sessions import SessionSpec
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -77,6 +80,9 @@ class Delta(_Strict):
       the result that satisfies that sub-goal (as the completion check finds it).
 
     A delta never takes effect before the previous delta of the same key.
+
+    `session` (optional, with the scenario's `sessions:`) says which session the delta
+    belongs to; it must be the session its turn is in (the reducer checks).
     """
 
     turn: int = Field(ge=0)
@@ -92,6 +98,7 @@ class Delta(_Strict):
     at_seq: int | None = Field(default=None, ge=1)
     after_tool: str | None = Field(default=None, min_length=1)
     after_result: list[ResultMatcher] | None = None  # None (not []) so a dump omits it
+    session: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _one_anchor(self) -> Delta:
@@ -444,4 +451,22 @@ class Scenario(_Strict):
     judge: list[RubricUse] = Field(default_factory=list)
     redaction: ScenarioRedaction = Field(default_factory=ScenarioRedaction)
     outcome: Outcome | None = None  # expected effects, facts and end state (None: unchecked)
+    # the sessions a trace records, by the turn each starts at (judge.ledger.sessions)
+    sessions: list[SessionSpec] = Field(default_factory=list)
+    # facts of other users, tenants and sessions that must never appear (judge.ledger.leakage)
+    leakage: Leakage | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("sessions")
+    @classmethod
+    def _session_order(cls, sessions: list[SessionSpec]) -> list[SessionSpec]:
+        seen: set[str] = set()
+        for i, s in enumerate(sessions):
+            if s.id in seen:
+                raise ValueError(f"item {i}: session '{s.id}' is listed twice")
+            seen.add(s.id)
+            if i and s.first_turn <= sessions[i - 1].first_turn:
+                raise ValueError(f"item {i}: session '{s.id}' starts at turn {s.first_turn}, "
+                                 f"not after '{sessions[i - 1].id}' (turn "
+                                 f"{sessions[i - 1].first_turn}); list sessions in order")
+        return sessions

@@ -20,6 +20,7 @@ from judge.items import Item, extract_items
 from judge.ledger import LoadedScenario
 from judge.providers.base import JudgeRequest
 from judge.trace import Trace
+from judge.trace.unique import TraceIds, place_of
 
 if TYPE_CHECKING:
     from judge.store import Store
@@ -97,6 +98,7 @@ class Checker:
         self.keep_events = keep_events
         self.chunk = chunk
         self.checked = Checked(errors=errors if errors is not None else [])
+        self.ids = TraceIds()  # trace ids are unique within the input (judge.trace.unique)
         self._traces: list[Trace] = []
         self._items: list[Item] = []
 
@@ -108,6 +110,11 @@ class Checker:
             if self.store is not None:
                 self.store.save_scenario(loaded.scenario.id, _text(loaded), loaded.file)
             for trace in src.traces:
+                file, line = place_of(trace) or ("(input)", None)
+                duplicate = self.ids.add(trace.trace_id, file, line)
+                if duplicate is not None:
+                    self.checked.errors.append(duplicate)
+                    continue
                 tc = self.check(i, src, trace)
                 if tc is None:
                     continue

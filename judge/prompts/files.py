@@ -46,7 +46,7 @@ FRONT_FIELDS = ("rubric", "version", "description", "labels")
 TEMPLATE_VARIABLES = frozenset({
     "goal", "ledger", "events", "target", "rubric", "rubric_labels", "item_kind",
     "target_seq", "ledger_keys", "event_seqs", "nonce", "fence_open", "fence_close",
-    "ledger_as_of", "unsupported", "end_state", "actions",
+    "ledger_as_of", "unsupported", "end_state", "actions", "foreign", "leak_key",
 })
 VAR_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 SECTION_RE = re.compile(r"^===\s*(system|user)\s*===\s*$", re.MULTILINE)

@@ -327,6 +327,71 @@ def add_actions(b: Blocks, actions: tuple[dict[str, Any], ...]) -> list[tuple[in
     return shape
 
 
+#: the foreign block's shape: [(owner slot, kind, introduced-in slot or None,
+#: [(kind "value" | "pattern", first slot, number of aliases, note slot or None)])], and
+#: how many facts were left out
+ForeignShape = tuple[list[tuple[int, str, int | None, list[tuple[str, int, int, int | None]]]],
+                     int]
+
+
+def add_foreign(b: Blocks, foreign: dict[str, Any] | None) -> ForeignShape:
+    """The facts of other owners, one per line under their owner (all of it data):
+
+    `- other tenant OWNER:` / `- OWNER, introduced in session S:`, then
+    `  - VALUE | also written: ALIAS; ALIAS` or `  - text matching the pattern P (NOTE)`.
+    """
+    owners = (foreign or {}).get("owners") or []
+    if not owners:
+        b.lit("(the scenario lists no fact of another user, tenant or session)")
+        return [], 0
+    shape: list[tuple[int, str, int | None, list[tuple[str, int, int, int | None]]]] = []
+    for i, o in enumerate(owners):
+        kind = "session" if o.get("kind") == "session" else "tenant"
+        b.lit(("\n" if i else "") + ("- other tenant " if kind == "tenant" else "- "))
+        owner = b.data(str(o.get("owner", "")))
+        introduced: int | None = None
+        if kind == "session":
+            b.lit(", introduced in session ")
+            introduced = b.data(str(o.get("introduced_in", "")))
+        b.lit(":")
+        facts: list[tuple[str, int, int, int | None]] = []
+        for f in o.get("facts") or []:
+            b.lit("\n  - ")
+            if f.get("pattern") is not None:
+                b.lit("text matching the pattern ")
+                first = b.data(str(f["pattern"]))
+                note: int | None = None
+                if f.get("note"):
+                    b.lit(" (")
+                    note = b.data(str(f["note"]))
+                    b.lit(")")
+                facts.append(("pattern", first, 0, note))
+                continue
+            first = b.data(str(f.get("value", "")))
+            aliases = [str(a) for a in f.get("aliases") or []]
+            if aliases:
+                b.lit(" | also written: ")
+                b.data(aliases[0])
+                for a in aliases[1:]:
+                    b.lit("; ")
+                    b.data(a)
+            facts.append(("value", first, len(aliases), None))
+        shape.append((owner, kind, introduced, facts))
+    more = int((foreign or {}).get("more") or 0)
+    if more:
+        b.lit(f"\n(and {more} more facts not shown)")
+    return shape, more
+
+
+def leak_key_text(item: Item) -> str:
+    """How the prompt names the key a leak violates: the scenario's `leakage.key` when the
+    item's ledger has it, else an instruction to choose."""
+    key = (item.foreign or {}).get("key")
+    if isinstance(key, str) and key in item.ledger_keys:
+        return f"`{key}`"
+    return "that the leaked fact concerns most closely (the goal's key if no other fits)"
+
+
 class ShownData:
     """The data blocks of one render that the template uses, as the view reads them: the
     pieces as shown and where each value sits. It holds no item and no scrubber."""
@@ -342,7 +407,7 @@ class ShownData:
 
     def part(self, name: str) -> Any:
         """The view of block `name` (goal, target, events, ledger, unsupported, end_state,
-        actions); None when not shown."""
+        actions, foreign); None when not shown."""
         pieces = self.blocks.get(name)
         if pieces is None:
             return None
@@ -361,7 +426,27 @@ class ShownData:
         if name == "actions":
             return [{"seq": seq, "tool": pieces.value(slot), "outcome": outcome}
                     for seq, slot, outcome in self._extra.get(name, [])]
+        if name == "foreign":
+            return self._foreign_view(pieces)
         return self._ledger_view(pieces)
+
+    def _foreign_view(self, pieces: Pieces) -> dict[str, Any]:
+        owners, more = self._extra.get("foreign", ([], 0))
+        out: list[dict[str, Any]] = []
+        for owner, kind, introduced, facts in owners:
+            shown: list[dict[str, Any]] = []
+            for fkind, first, n_aliases, note in facts:
+                if fkind == "pattern":
+                    shown.append({"pattern": pieces.value(first),
+                                  **({"note": pieces.value(note)} if note is not None else {})})
+                else:
+                    shown.append({"value": pieces.value(first),
+                                  "aliases": [pieces.value(first + 1 + n)
+                                              for n in range(n_aliases)]})
+            out.append({"owner": pieces.value(owner), "kind": kind,
+                        "introduced_in": (pieces.value(introduced) if introduced is not None
+                                          else None), "facts": shown})
+        return {"owners": out, "more": more}
 
     def _event(self, pieces: Pieces, shape: EventShape) -> dict[str, Any]:
         seq, turn, kind, first, names = shape
@@ -427,6 +512,9 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
     if "actions" in used:
         built["actions"] = Blocks(scrub)
         extra["actions"] = add_actions(built["actions"], item.actions)
+    if "foreign" in used:
+        built["foreign"] = Blocks(scrub)
+        extra["foreign"] = add_foreign(built["foreign"], item.foreign)
     blocks = finish_all(scrub, built)
     if nonce is None:
         h = hashlib.sha256(prompt.hash.encode())
@@ -439,6 +527,7 @@ def render(prompt: Prompt, item: Item, params: ModelParams = ModelParams(),
         "rubric_labels": " or ".join(prompt.labels),
         "item_kind": ITEM_KINDS.get(item.kind, item.kind),
         "ledger_as_of": ledger_as_of(item),
+        "leak_key": leak_key_text(item),
         "target_seq": str(item.seq),
         "ledger_keys": ", ".join(sorted(item.ledger_keys)) or "(none)",
         "event_seqs": ", ".join(str(s) for s in sorted(item.slice_seqs)),

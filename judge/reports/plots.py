@@ -140,3 +140,53 @@ def trend_png(points: Sequence[Any]) -> str:
                      transform=axes[2].transAxes, color="grey", fontsize=9)
     fig.tight_layout()
     return _png(fig)
+
+
+def compare_png(pairs: Sequence[tuple[float, float]], change: float | None,
+                ci: Sequence[float] | None, confidence: float = 0.95) -> str:
+    """Two versions on the same tasks: how many tasks moved from each baseline pass share to
+    each candidate pass share (the paired table; above the diagonal: better), and the
+    change in pass rate with its interval."""
+    fig = Figure(figsize=(9.0, 3.4))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.15, 1.6]})
+    levels = sorted({round(x, 3) for p in pairs for x in p}) or [0.0, 1.0]
+    if len(levels) > 6:  # many trial counts: six bands of the share
+        levels = [round(i / 5, 3) for i in range(6)]
+
+    def band(x: float) -> int:
+        return min(range(len(levels)), key=lambda i: abs(levels[i] - x))
+
+    grid = [[0] * len(levels) for _ in levels]
+    for b, c in pairs:
+        grid[band(c)][band(b)] += 1
+    left.imshow(grid, cmap="Blues", origin="lower")
+    top = max(max(r) for r in grid) or 1
+    for i, row in enumerate(grid):
+        for j, n in enumerate(row):
+            colour = "white" if n > top / 2 else ("#cf222e" if i < j and n else
+                                                   "#1a7f37" if i > j and n else "black")
+            left.text(j, i, str(n), ha="center", va="center", color=colour, fontsize=11)
+    ticks = [f"{x:.0%}" for x in levels]
+    left.set_xticks(range(len(levels)), ticks, fontsize=8)
+    left.set_yticks(range(len(levels)), ticks, fontsize=8)
+    left.set_xlabel("baseline: task's trials passed", fontsize=9)
+    left.set_ylabel("candidate", fontsize=9)
+    left.set_title("tasks (above the diagonal: better)", fontsize=10)
+    right.axvline(0.0, color="grey", linewidth=1, linestyle="--")
+    if change is not None:
+        lo, hi = (ci[0], ci[1]) if ci else (change, change)
+        colour = "#1a7f37" if lo > 0 else "#cf222e" if hi < 0 else "#0969da"
+        right.errorbar([change], [0], xerr=[[change - lo], [hi - change]], fmt="o",
+                       color=colour, capsize=6, markersize=8, linewidth=2)
+        right.text(change, 0.25, f"{change:+.1%}  [{lo:+.1%}, {hi:+.1%}]", ha="center",
+                   fontsize=10, color=colour)
+        span = max(abs(lo), abs(hi), 0.05) * 1.3
+        right.set_xlim(-span, span)
+    right.set_ylim(-1, 1)
+    right.set_yticks([])
+    right.xaxis.set_major_formatter(PercentFormatter(1.0))
+    right.set_title(f"change in pass rate, {confidence:.0%} interval", fontsize=10)
+    for side in ("top", "right", "left"):
+        right.spines[side].set_visible(False)
+    fig.tight_layout()
+    return _png(fig)

@@ -3,7 +3,8 @@
 It answers the morning questions from one stored run, at a glance: did we pass (the gate
 banner, each release rule with its threshold and measured value), what broke (scenarios as
 bars of tasks as expected, with their trials and flaky tasks, worst severity; each task's
-trials, flaky ones — whose trials disagree — marked; failure clusters by first divergence
+trials, flaky ones — whose trials disagree — marked; state leakage — facts of another user,
+tenant or session — clustered apart, by first leak; failure clusters by first divergence
 with each minimal slice folded under it), since when (what changed since the
 previous finished run of the same suite and manifest; trend lines over the earlier runs), and
 how much a person must look at (the judge's share: auto-accepted, review, overruled by a veto,
@@ -408,9 +409,13 @@ def event_line(e: dict[str, Any], width: int = 400) -> tuple[str, str]:
     return f"seq {e.get('seq')} · turn {e.get('turn')} · {kind}", text
 
 
-def _clusters(s: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+def _clusters(s: dict[str, Any], limit: int, family: str | None = None) -> list[dict[str, Any]]:
+    """Cluster rows for the page: the leakage clusters (`family="leakage"`), or every other
+    (`family=None`), at most `limit`."""
     out = []
-    for c in (s.get("clusters") or [])[:limit]:
+    chosen = [c for c in s.get("clusters") or []
+              if (c.get("family") == "leakage") == (family == "leakage")]
+    for c in chosen[:limit]:
         ex = c.get("example") or {}
         seq = ex.get("seq")
         out.append({
@@ -438,6 +443,8 @@ def _cards(s: dict[str, Any], traces: list[dict[str, Any]],
         cards.append(("designed failures caught", f"{caught}/{len(designed)}"))
     if s.get("flaky_tasks") is not None:
         cards.append(("flaky tasks", str(len(s["flaky_tasks"]))))
+    if s.get("leaking_traces"):
+        cards.append(("traces leaking another owner's facts", str(s["leaking_traces"])))
     return [*cards, ("failure signatures", str(len(s.get("clusters") or []))),
             ("verdicts to review", str(shares["review"] + shares["unscored"]))]
 
@@ -471,7 +478,10 @@ def to_html(report: RunReport, *, max_clusters: int = 40) -> str:
         shares=shares, n_items=n_items,
         share_img=png(share_png(shares)) if n_items else None, prompts=report.prompts,
         clusters=_clusters(s, max_clusters),
-        more_clusters=max(0, len(s.get("clusters") or []) - max_clusters),
+        more_clusters=max(0, sum(1 for c in s.get("clusters") or []
+                                 if c.get("family") != "leakage") - max_clusters),
+        leak_clusters=_clusters(s, max_clusters, "leakage"),
+        leaking_traces=s.get("leaking_traces"),
         changes=changes(report),
         previous_id=(s.get("changes") or {}).get("previous_run") or report.previous_id,
         trend=trend, trend_img=png(trend_png(trend)) if trend else None,

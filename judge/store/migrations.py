@@ -351,6 +351,31 @@ def _serve_sessions(conn: Connection) -> None:
          "ON serve_sessions (expires_at)")
 
 
+
+@migration("0010_canary_stages")
+def _canary_stages(conn: Connection) -> None:
+    # `judge canary`: every look at a staged rollout (one call per stage, and again after a
+    # hold), so the next call knows the rollout's earlier stages and its evidence so far.
+    # `look` numbers a rollout's looks from 1; `record` is the decision as printed, with the
+    # stage's own task outcomes (judge.compare.canary).
+    _run(conn,
+         _table("canary_stages", """
+            id {serial} NOT NULL,
+            rollout VARCHAR NOT NULL,
+            look INTEGER NOT NULL,
+            stage VARCHAR NOT NULL,
+            share FLOAT,
+            metric VARCHAR NOT NULL,
+            threshold FLOAT NOT NULL,
+            decision VARCHAR NOT NULL,
+            n_tasks INTEGER NOT NULL,
+            n_success INTEGER NOT NULL,
+            record JSON NOT NULL,
+            created_at {timestamp} NOT NULL,
+            PRIMARY KEY (id),
+            CONSTRAINT uq_canary_stages_rollout_look UNIQUE (rollout, look)
+         """))
+
 # -- applying them -----------------------------------------------------------------------
 
 def applied(conn: Connection) -> list[str]:

@@ -35,6 +35,7 @@ from judge.store.db import (
 from judge.store.migrations import migrate
 from judge.store.records import ReviewRequest
 from judge.store.review_queue import ReviewQueue
+from judge.store.rollouts import Rollouts
 from judge.store.rows import (
     VERDICT_COLUMNS,
     canonical_hash,
@@ -101,6 +102,8 @@ class Store:
         """The grading work of distributed runs (judge.store.work_queue)."""
         self.annotators = Annotators(engine, url)
         """`judge serve`'s sign-in tokens and recorded reveals (judge.store.annotators)."""
+        self.rollouts = Rollouts(engine, url)
+        """`judge canary`'s looks at staged rollouts (judge.store.rollouts)."""
 
     @property
     def dialect(self) -> str:
@@ -613,6 +616,18 @@ class Store:
                 for iid, data in conn.execute(select(T_ITEM.c.item_id, T_ITEM.c.data).where(
                         T_ITEM.c.item_id.in_(ids[i:i + _CHUNK]))):
                     out[iid] = dict(data)
+        return out
+
+    def trace_bodies(self, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored trace documents (formats §1) of these ids (absent ids are left out), in
+        chunked reads: what `judge compare` and `judge canary` diff a stored run's traces on."""
+        ids = list(dict.fromkeys(trace_ids))
+        out: dict[str, dict[str, Any]] = {}
+        with store_errors(self.url), self._read() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                for tid, body in conn.execute(select(T_TRACE.c.trace_id, T_TRACE.c.body).where(
+                        T_TRACE.c.trace_id.in_(ids[i:i + _CHUNK]))):
+                    out[tid] = dict(body)
         return out
 
 

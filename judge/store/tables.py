@@ -293,3 +293,21 @@ class SessionRow(_Row, table=Table(
         _when("ended_at", nullable=True),
         Index("ix_serve_sessions_expires_at", "expires_at"))):
     """A signed-in browser of `judge serve`, until it signs out or expires (migration 0009)."""
+
+
+class CanaryStageRow(_Row, table=Table(
+        "canary_stages", metadata,
+        _serial(),
+        _str("rollout"),
+        _int("look"),  # 1, 2, ... per rollout
+        _str("stage"),  # the stage's name (5%, canary-1, ...)
+        Column("share", Float, nullable=True),  # its traffic share, when given
+        _str("metric"),  # pass-rate | hard-failure-rate | baseline-diff
+        Column("threshold", Float, nullable=False),
+        _str("decision"),  # promote | hold | rollback
+        _int("n_tasks"),  # tasks so far (every look of the rollout)
+        _int("n_success"),
+        _json("record"),  # the decision as printed, with this look's own task outcomes
+        _when("created_at"),
+        UniqueConstraint("rollout", "look", name="uq_canary_stages_rollout_look"))):
+    """One look of `judge canary` at a staged rollout (migration 0010)."""

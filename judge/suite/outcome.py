@@ -18,6 +18,7 @@ class TraceOutcome:
     judge_fails: int = 0  # judge fails that stand (auto-accepted, not overruled)
     judge_pending: int = 0  # verdicts waiting for human review
     first_divergence: dict[str, Any] | None = None
+    first_leak: dict[str, Any] | None = None  # its first `state_leakage` failure, if any
     diagnosis: str = ""
     worst_severity: str | None = None  # of its failed findings (judge.suite.components)
     components: dict[str, list[int]] = field(default_factory=dict)  # → [numerator, denominator]

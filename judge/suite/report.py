@@ -71,10 +71,15 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
         lines.append(line)
     lines.extend(_task_lines(s))
     lines.extend(_repetition_lines(s))
-    clusters = s["clusters"]
-    if clusters:
-        lines.append(f"failures, clustered by first divergence ({len(clusters)} signature(s)):")
-        for c in clusters[:max_clusters]:
+    leaks, clusters = split_clusters(s["clusters"])
+    for group, head, to in (
+            (leaks, "state leakage: facts of another user, tenant or session, clustered by "
+                    "first leak", "the leak"),
+            (clusters, "failures, clustered by first divergence", "the divergence")):
+        if not group:
+            continue
+        lines.append(f"{head} ({len(group)} signature(s)):")
+        for c in group[:max_clusters]:
             ex = c.get("example") or {}
             lines.append(f"  [{c['count']}×] {v(c['signature'])}")
             if ex.get("message"):
@@ -82,10 +87,10 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
             shown = ", ".join(v(t) for t in c["traces"][:4]) + (" …" if c["count"] > 4 else "")
             lines.append(f"    traces: {shown}")
             if c.get("slice"):
-                lines.append("    slice from the last passing checkpoint to the divergence:")
+                lines.append(f"    slice from the last passing checkpoint to {to}:")
                 lines.extend("  " + _event_line(e) for e in c["slice"])
-        if len(clusters) > max_clusters:
-            lines.append(f"  … {len(clusters) - max_clusters} more signature(s) (--format json)")
+        if len(group) > max_clusters:
+            lines.append(f"  … {len(group) - max_clusters} more signature(s) (--format json)")
     lines.extend(change_lines(s))
     lines.append(judge_line(s))
     if s.get("uncalibrated_note"):
@@ -103,6 +108,14 @@ def render_text(s: dict[str, Any], max_clusters: int = 8) -> str:
     else:
         lines.append("release gate: FAILED — " + "; ".join(v(r) for r in g["reasons"]))
     return "\n".join(lines)
+
+
+def split_clusters(clusters: list[dict[str, Any]]
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(leakage clusters, every other cluster), each in the summary's order. A summary
+    stored before clusters named their family has no leakage cluster."""
+    leaks = [c for c in clusters if c.get("family") == "leakage"]
+    return leaks, [c for c in clusters if c.get("family") != "leakage"]
 
 
 def rate_text(r: dict[str, Any] | None) -> str:
@@ -175,10 +188,18 @@ def _repetition_lines(s: dict[str, Any]) -> list[str]:
         out.append("worst severity of a failed finding (tasks expected to pass):"
                    if "tasks" in s else
                    "repetitions (flaky = mixed pass/fail; worst severity of a failed finding):")
+        per_task = "tasks" in s
         for name, r in shown.items():
-            flaky = " FLAKY" if r.get("flaky") else ""
             worst = r.get("worst_severity") or "none"
-            out.append(f"  {v(name)}  {r['passed']}/{r['total']}{flaky}  worst {v(worst)}")
+            if per_task:  # trials of its tasks: a scenario is not flaky, a task is
+                n = len(r.get("flaky_tasks") or [])
+                flaky = f", {n} flaky task(s)" if n else (", a flaky task" if r.get("flaky")
+                                                          else "")
+                out.append(f"  {v(name)}  {r['passed']}/{r['total']} trial(s) passed{flaky}  "
+                           f"worst {v(worst)}")
+            else:
+                flaky = " FLAKY" if r.get("flaky") else ""
+                out.append(f"  {v(name)}  {r['passed']}/{r['total']}{flaky}  worst {v(worst)}")
     comps = s.get("components")
     if comps:
         out.append("components: " + ", ".join(f"{k} {rate_text(r)}" for k, r in comps.items()))
@@ -344,17 +365,17 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
     _tasks_doc(s, w)
     _repetitions_doc(s, w)
     _changes_doc(s, w)
+    leaks, others = split_clusters(s["clusters"])
+    if leaks:
+        w.heading(2, "State leakage")
+        n = int(s.get("leaking_traces") or sum(c["count"] for c in leaks))
+        w.para(f"Facts of another user, tenant or session, clustered by first leak: {n} "
+               "trace(s).")
+        _clusters_doc(leaks, w)
     w.heading(2, "Failures by signature")
-    if not s["clusters"]:
-        w.para("No failures.")
-    for c in s["clusters"]:
-        ex = c.get("example") or {}
-        w.heading(3, f"{w.t(c['signature'])} ({c['count']} trace(s))")
-        if ex.get("message"):
-            w.para(w.msg(ex["message"]))
-        w.para("Traces: " + ", ".join(w.t(t) for t in c["traces"][:20]))
-        if c.get("slice"):
-            w.pre([_event_line(e).strip() for e in c["slice"]])
+    if not others:
+        w.para("No other failures." if leaks else "No failures.")
+    _clusters_doc(others, w)
     w.heading(2, "Totals")
     w.items([f"mean quality {g['mean_quality']:.3f}",
              f"scenario pass rate {g['scenario_pass_rate']:.1%}"
@@ -362,6 +383,17 @@ def _document(s: dict[str, Any], w: _Writer) -> None:
              f"safety-critical violations {g['safety_critical']}",
              f"review share {g['review_share']:.1%}"]
             + [f"{k} {rate_text(r)}" for k, r in (s.get("components") or {}).items()])
+
+
+def _clusters_doc(clusters: list[dict[str, Any]], w: _Writer) -> None:
+    for c in clusters:
+        ex = c.get("example") or {}
+        w.heading(3, f"{w.t(c['signature'])} ({c['count']} trace(s))")
+        if ex.get("message"):
+            w.para(w.msg(ex["message"]))
+        w.para("Traces: " + ", ".join(w.t(t) for t in c["traces"][:20]))
+        if c.get("slice"):
+            w.pre([_event_line(e).strip() for e in c["slice"]])
 
 
 def _caught_text(rep: dict[str, Any]) -> str:
@@ -402,8 +434,12 @@ def _repetitions_doc(s: dict[str, Any], w: _Writer) -> None:
            + (", ".join(w.t(x) for x in flaky) if flaky else "none") + ".")
     from judge.suite.components import COMPONENTS
 
-    w.table(["scenario", "passing", "flaky", "worst severity", *COMPONENTS],
-            [[w.t(k), f"{r['passed']}/{r['total']}", "yes" if r.get("flaky") else "no",
+    per_task = "tasks" in s
+    w.table(["scenario", "trials passing" if per_task else "passing",
+             "flaky tasks" if per_task else "flaky", "worst severity", *COMPONENTS],
+            [[w.t(k), f"{r['passed']}/{r['total']}",
+              (str(len(r.get("flaky_tasks") or [])) if per_task
+               else "yes" if r.get("flaky") else "no"),
               w.t(r.get("worst_severity") or "none"),
               *[w.t(rate_text((r.get("components") or {}).get(c))) for c in COMPONENTS]]
              for k, r in sorted(reps.items())])

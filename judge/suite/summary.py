@@ -20,7 +20,7 @@ from judge.ledger import LoadedScenario
 from judge.pipeline.collect import TraceChecked
 from judge.routing import JURY_SPLIT, UNCALIBRATED
 from judge.suite.changes import changes_since
-from judge.suite.cluster import cluster_failures, minimal_slice
+from judge.suite.cluster import LEAKAGE_CHECKS, cluster_failures, minimal_slice
 from judge.suite.components import (
     Counts,
     add,
@@ -51,16 +51,19 @@ class Outcomes:
         report, loaded = tc.report, tc.scenario
         assert loaded is not None
         first = report.first_divergence
+        leak = next((f for f in report.failures if f.check in LEAKAGE_CHECKS), None)
         self.outcomes.append(TraceOutcome(
             trace_id=report.trace_id, scenario_id=loaded.scenario.id, eligible=report.eligible,
             quality=report.quality_score, safety_critical_failures=len(report.vetoes),
             first_divergence=first.to_dict() if first else None,
+            first_leak=leak.to_dict() if leak else None,
             diagnosis=report.diagnosis(), worst_severity=worst_severity(report),
             components=trace_components(report, tc.recovery), task_id=report.task_id,
             trial=report.trial, entry=tc.source))
-        if first is not None and first.seq is not None and tc.events is not None:
+        shown = leak or first  # what the trace is clustered by (judge.suite.cluster)
+        if shown is not None and shown.seq is not None and tc.events is not None:
             self.slices[report.trace_id] = minimal_slice(
-                tc.events, _from_turn(loaded, report, first.turn or 0), first.seq)
+                tc.events, _from_turn(loaded, report, shown.turn or 0), shown.seq)
 
 
 def _from_turn(loaded: LoadedScenario, report: CheckReport, div_turn: int) -> int:
@@ -149,12 +152,14 @@ def summarize(plan: Plan, outcomes: Outcomes, errors: list[InputError], store: S
         "scenarios": {s: {"passed": p, "total": t, "text": f"{p}/{t}"}
                       for s, (p, t) in gate.scenario_pass.items()},
         "clusters": [c.to_dict() for c in clusters],
+        # traces (of tasks expected to pass) that leaked a fact of another owner
+        "leaking_traces": sum(1 for o in agent if o.first_leak is not None),
         "traces": [{"trace_id": o.trace_id, "scenario": o.scenario_id, "passed": o.passed,
                     "task_id": o.task, "trial": o.trial, "expect": o.expect,
                     "eligible": o.eligible, "quality": o.quality,
                     "safety_critical_failures": o.safety_critical_failures,
                     "judge_fails": o.judge_fails, "judge_pending": o.judge_pending,
-                    "first_divergence": o.first_divergence,
+                    "first_divergence": o.first_divergence, "first_leak": o.first_leak,
                     "worst_severity": o.worst_severity, "components": o.components}
                    for o in outcomes.outcomes],
         "input_errors": [e.message for e in errors],

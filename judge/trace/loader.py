@@ -36,6 +36,7 @@ from judge.trace.fast import (
 )
 from judge.trace.files import unusable_file
 from judge.trace.model import Event, EventData, PositionState, Trace, TraceHeader
+from judge.trace.unique import remember_place
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -483,7 +484,8 @@ def _fail(exc: InputError, errors: list[InputError] | None) -> None:
 
 
 def iter_traces(path: str | Path, errors: list[InputError] | None = None) -> Iterator[Trace]:
-    """Yield each trace of a file, fully materialized."""
+    """Yield each trace of a file, fully materialized (where it was read is remembered:
+    `judge.trace.unique.place_of`)."""
     for stream in iter_trace_streams(path, errors):
         try:
             events = list(stream.events)
@@ -491,6 +493,7 @@ def iter_traces(path: str | Path, errors: list[InputError] | None = None) -> Ite
             _fail(exc, errors)
             continue
         trace = Trace.model_construct(**stream.header.model_dump(), events=events)
+        remember_place(trace, stream.file, stream.line)
         yield trace
 
 

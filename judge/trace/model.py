@@ -51,7 +51,11 @@ ALLOWED_FIELDS: dict[EventKind, frozenset[str]] = {
     EventKind.SUMMARY: frozenset({"text", "reason"}),
     EventKind.STATE_SNAPSHOT: frozenset({"state", "phase"}),
 }
-_COMMON = frozenset({"seq", "turn", "kind", "metadata"})
+#: fields any event may carry; `session` is an extension (docs/formats.md, "Sessions"): the
+#: session of the conversation the event belongs to (absent: the scenario's sessions by turn)
+_COMMON = frozenset({"seq", "turn", "kind", "session", "metadata"})
+#: the longest session id an event may carry
+MAX_SESSION_ID = 200
 _ALLOWED_ALL: dict[EventKind, frozenset[str]] = {k: _COMMON | v for k, v in ALLOWED_FIELDS.items()}
 
 
@@ -76,6 +80,7 @@ class Event(BaseModel):
     # the end of the run (absent: wherever the event stands)
     state: dict[str, dict[str, Any]] | None = None
     phase: Literal["start", "end"] | None = None
+    session: str | None = Field(default=None, min_length=1, max_length=MAX_SESSION_ID)
     metadata: dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -123,6 +128,7 @@ class EventData(TypedDict, total=False):
     reason: str | None
     state: dict[str, dict[str, Any]] | None
     phase: str | None
+    session: str | None
     metadata: dict[str, Any] | None
 
 
