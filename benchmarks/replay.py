@@ -334,17 +334,26 @@ def profile_run(cmd: Any, latency: float, tmp: Path, where: Path, name: str) -> 
     spy = shutil.which("py-spy", path=str(BIN)) or shutil.which("py-spy")
     if spy is None:
         raise SystemExit("--profile needs py-spy (pip install py-spy; in the dev extras)")
+    where = where.resolve()  # py-spy runs in the scratch directory
     where.mkdir(parents=True, exist_ok=True)
     with server(latency) as url:
         env = env_for(url, tmp)
         for fmt, suffix in (("flamegraph", "svg"), ("raw", "txt")):
             db = tmp / f"profile-{fmt}.db"
-            subprocess.run([spy, "record", "--subprocesses", "--gil", "--rate", "250",
-                            "--format", fmt, "-o", str(where / f"{name}.{suffix}"), "--",
-                            *cmd(db, tmp / f"profile-{fmt}.jsonl")],
-                           env=env, cwd=tmp, check=False, capture_output=True)
+            done = subprocess.run([spy, "record", "--subprocesses", "--gil", "--rate", "250",
+                                   "--format", fmt, "-o", str(where / f"{name}.{suffix}"),
+                                   "--", *cmd(db, tmp / f"profile-{fmt}.jsonl")],
+                                  env=env, cwd=tmp, check=False, capture_output=True,
+                                  text=True)
+            if not (where / f"{name}.{suffix}").exists():
+                raise SystemExit(f"py-spy wrote no {fmt} profile: {spy_err(done)}")
     print(f"  profile: {where / (name + '.svg')} and {where / (name + '.txt')} "
           f"({load_now()})", flush=True)
+
+
+def spy_err(done: subprocess.CompletedProcess[str]) -> str:
+    lines = (done.stderr + done.stdout).strip().splitlines()
+    return f"exit {done.returncode}: " + " / ".join(lines[-5:])
 
 
 def main() -> None:

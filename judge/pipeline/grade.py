@@ -29,6 +29,7 @@ from judge.grading.jury import Jury, JuryGrader
 from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.pipeline.checkproc import CheckerProcess, can_fork
+from judge.pipeline.heap import settled_heap
 from judge.pipeline.collect import Checked, Checker, OnChecked, Source, TraceChecked
 from judge.pipeline.pool import GradingPool, Job
 from judge.pipeline.route import Router
@@ -110,7 +111,8 @@ def grade_traces(sources: Iterable[Source], *, prompts: Mapping[str, Prompt],
                          hooks or Hooks(), errors, jury)
     # The coroutine returns nothing: asyncio.run formats its task's repr (with the result) on
     # the way out (signal.getsignal), which for a whole run's items costs seconds.
-    asyncio.run(pipeline.run())
+    with settled_heap():  # the collector's settings for the run (judge.pipeline.heap)
+        asyncio.run(pipeline.run())
     assert pipeline.result is not None
     return pipeline.result
 

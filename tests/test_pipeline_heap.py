@@ -1,0 +1,73 @@
+"""The collector's settings for a grading run (judge.pipeline.heap): what is alive when the
+run starts is frozen and young collections are rarer during it, then both are undone, even
+when the run raises."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from judge.grading.cache import MemoryCache
+from judge.ledger import load_scenario
+from judge.pipeline import GradeOptions, Source, grade_traces
+from judge.pipeline.heap import RUN_GEN0_THRESHOLD, settled_heap
+from judge.prompts import load_prompt
+from judge.providers.base import JudgeRequest, ProviderResponse
+from judge.providers.heuristic import HeuristicProvider
+from judge.settings import Settings
+from judge.trace import iter_traces
+from test_pipeline_grade import REFUND
+
+
+class Watching(HeuristicProvider):
+    """The heuristic judge, noting the collector's state at every request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, int]] = []
+
+    async def generate(self, request: JudgeRequest) -> ProviderResponse:
+        self.seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        return await super().generate(request)
+
+
+def test_a_run_grades_with_its_start_frozen_and_rarer_young_collections() -> None:
+    before = (gc.get_freeze_count(), gc.get_threshold())
+    alive = gc.get_count()[0] + len(gc.get_objects())
+    provider = Watching()
+    paths = sorted(REFUND.glob("*.json"))
+    grade_traces([Source(load_scenario(REFUND), (t for p in paths for t in iter_traces(p)),
+                         ["scope_fidelity"])],
+                 prompts={"scope_fidelity": load_prompt("scope_fidelity")}, provider=provider,
+                 settings=Settings.load(environ={}), cache=MemoryCache(),
+                 options=GradeOptions(check_process=False))
+    assert provider.seen, "the judge was asked nothing"
+    for frozen, gen0 in provider.seen:
+        assert frozen >= alive // 2  # (what was alive at the start, give or take)
+        assert gen0 == max(RUN_GEN0_THRESHOLD, before[1][0])
+    assert (gc.get_freeze_count(), gc.get_threshold()) == before
+
+
+def test_the_settings_are_undone_when_the_run_raises() -> None:
+    before = (gc.get_freeze_count(), gc.get_threshold())
+    with pytest.raises(RuntimeError), settled_heap(gen0=12_345):
+        assert gc.get_threshold()[0] == max(12_345, before[1][0])
+        assert gc.get_freeze_count() > 0
+        raise RuntimeError("boom")
+    assert (gc.get_freeze_count(), gc.get_threshold()) == before
+
+
+def test_a_cycle_made_during_the_run_is_still_collected() -> None:
+    import weakref
+
+    class Node:
+        other: object = None
+
+    with settled_heap():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert gone() is None
