@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 
 import pytest
+from test_pipeline_grade import REFUND
 
 from judge.grading.cache import MemoryCache
 from judge.ledger import load_scenario
@@ -17,7 +18,6 @@ from judge.providers.base import JudgeRequest, ProviderResponse
 from judge.providers.heuristic import HeuristicProvider
 from judge.settings import Settings
 from judge.trace import iter_traces
-from test_pipeline_grade import REFUND
 
 
 class Watching(HeuristicProvider):

@@ -29,8 +29,8 @@ from judge.grading.jury import Jury, JuryGrader
 from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.pipeline.checkproc import CheckerProcess, can_fork
-from judge.pipeline.heap import settled_heap
 from judge.pipeline.collect import Checked, Checker, OnChecked, Source, TraceChecked
+from judge.pipeline.heap import settled_heap
 from judge.pipeline.pool import GradingPool, Job
 from judge.pipeline.route import Router
 from judge.pipeline.sink import VerdictSink
