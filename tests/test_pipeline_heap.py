@@ -5,6 +5,9 @@ when the run raises."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from test_pipeline_grade import REFUND
@@ -71,3 +74,23 @@ def test_a_cycle_made_during_the_run_is_still_collected() -> None:
         del a, b
         gc.collect()
         assert gone() is None
+
+
+def test_the_process_exits_with_its_heap_frozen(tmp_path: Path) -> None:
+    """What is alive at exit is frozen before the interpreter's finalization (which would
+    otherwise walk all of it in its collections): seen by an exit handler registered before
+    the run's, so run after it."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen at exit', gc.get_freeze_count()))\n"
+        "from judge.pipeline.heap import settled_heap\n"
+        "keep = [[i] for i in range(50_000)]\n"
+        "with settled_heap():\n"
+        "    pass\n"
+        "print('frozen after the run', gc.get_freeze_count())\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    after, at_exit = (int(line.rsplit(" ", 1)[1]) for line in done.stdout.splitlines())
+    assert after == 0 and at_exit >= 50_000

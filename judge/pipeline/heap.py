@@ -16,10 +16,21 @@ collection runs every few calls instead of several times per call. Both are undo
 the run ends (`gc.unfreeze`, the old thresholds): a library caller's process is left as it
 was. Nothing is left uncollectable: a cycle made during the run is collected as before
 (later); one alive at its start is collected after it, if it died meanwhile.
+
+And at the process's exit (`atexit`, registered by the first run): `gc.freeze()` again, so
+the interpreter's finalization does not walk every object still alive (the SDK's models, the
+run's results) in its collections before tearing the modules down. Measured with the
+imports of `judge grade` alone: 1.28 CPU-s with a normal exit, 0.90 s frozen at exit (and
+0.96 s with `os._exit`); on the whole 1,164-call grade, 5.33 CPU-s (frozen during the run)
+against 5.15 s (and at exit), 5.62 s with neither. Objects still alive at exit are freed by
+their reference counts as before; only cyclic garbage left at exit is not collected, which
+the interpreter never promises to finalize anyway (judge closes its files and databases
+itself).
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +43,7 @@ RUN_GEN0_THRESHOLD = 10_000
 def settled_heap(gen0: int = RUN_GEN0_THRESHOLD) -> Iterator[None]:
     """Freeze what is alive now and collect the young generation less often, until the
     block ends."""
+    _freeze_at_exit()
     old = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(gen0, old[0]), *old[1:])
@@ -40,3 +52,12 @@ def settled_heap(gen0: int = RUN_GEN0_THRESHOLD) -> Iterator[None]:
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
+
+
+_exit_hook: list[bool] = []
+
+
+def _freeze_at_exit() -> None:
+    if not _exit_hook:
+        _exit_hook.append(True)
+        atexit.register(gc.freeze)
