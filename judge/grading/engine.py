@@ -516,5 +516,15 @@ async def grade_items(
 
 def grade_items_sync(items: Sequence[Item], prompt: Prompt, provider: Provider,
                      cache: CallCache, **kwargs: Any) -> list[Verdict]:
-    """`grade_items` from synchronous code (runs its own event loop)."""
-    return asyncio.run(grade_items(items, prompt, provider, cache, **kwargs))
+    """`grade_items` from synchronous code: in an event loop of its own, whose end closes
+    the judges' connections (an SDK's connections belong to the loop that opened them,
+    judge.providers.transport; the providers stay usable, their next call opens new ones)."""
+    from judge.grading.jury import close_judges
+
+    async def go() -> list[Verdict]:
+        try:
+            return await grade_items(items, prompt, provider, cache, **kwargs)
+        finally:
+            await close_judges(provider, kwargs.get("jury"))
+
+    return asyncio.run(go())

@@ -28,6 +28,7 @@ from judge.providers.retry import (
     parse_retry_after,
     server_message,
 )
+from judge.providers.transport import SDKClient, aiohttp_client
 from judge.verdicts.schema import request_schema
 
 if TYPE_CHECKING:
@@ -116,18 +117,20 @@ class AnthropicProvider(Provider):
         self.model = model
         self.spec = f"anthropic:{model}"
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
-        self._client = client
         self._client_args: dict[str, Any] = {"api_key": api_key, "base_url": base_url,
                                              "timeout": timeout, "max_retries": 0}
+        self._client = SDKClient(self._make_client, client)
 
     # the SDK and its client are made on first use (see OpenAIProvider.client)
     @property
     def client(self) -> anthropic.AsyncAnthropic:
-        if self._client is None:
-            import anthropic
+        return self._client.get()
 
-            self._client = anthropic.AsyncAnthropic(**self._client_args)
-        return self._client
+    def _make_client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
+        # over aiohttp (judge.providers.transport), as the openai provider
+        return anthropic.AsyncAnthropic(**self._client_args, **aiohttp_client(anthropic))
 
     @property
     def endpoint(self) -> str:  # type: ignore[override]  # read-only here
@@ -169,4 +172,4 @@ class AnthropicProvider(Provider):
         return response_from_message(message, self.spec, time.perf_counter() - started)
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self._client.aclose()

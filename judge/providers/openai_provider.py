@@ -55,6 +55,7 @@ from judge.providers.retry import (
     parse_retry_after,
     server_message,
 )
+from judge.providers.transport import SDKClient, aiohttp_client
 from judge.verdicts.schema import request_decoder_schema, request_schema
 
 if TYPE_CHECKING:
@@ -222,9 +223,9 @@ class OpenAIProvider(Provider):
         self.spec = f"openai:{model}"
         self.base_url = base_url
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
-        self._client = client
         self._client_args: dict[str, Any] = {"api_key": api_key, "base_url": base_url,
                                              "timeout": timeout, "max_retries": 0}
+        self._client = SDKClient(self._make_client, client)
         official = base_url is None or "api.openai.com" in base_url
         self.token_field = "max_completion_tokens" if official else "max_tokens"
         #: where found modes are remembered (the settings cache)
@@ -238,11 +239,13 @@ class OpenAIProvider(Provider):
     # the child's first traces (judge.pipeline.grade calls `prepare` right after the fork).
     @property
     def client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
-            import openai
+        return self._client.get()
 
-            self._client = openai.AsyncOpenAI(**self._client_args)
-        return self._client
+    def _make_client(self) -> openai.AsyncOpenAI:
+        import openai
+
+        # over aiohttp (judge.providers.transport): the SDK's client, a lighter transport
+        return openai.AsyncOpenAI(**self._client_args, **aiohttp_client(openai))
 
     @property
     def endpoint(self) -> str:  # type: ignore[override]  # read-only here
@@ -337,4 +340,4 @@ class OpenAIProvider(Provider):
                        "to choose another")
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self._client.aclose()
