@@ -24,6 +24,7 @@ load average is printed beside every figure: other engineers share the machine's
 
     .venv/bin/python benchmarks/replay.py [--rounds 5] [--only grading|nightly]
         [--latency 0.1] [--concurrency 50] [--command grade|run] [--profile DIR]
+        [--baseline REV] [--aiohttp-client] [--json FILE]
 
 `--profile DIR` also records one judge run under py-spy (`--subprocesses`, the checking
 child included) as a flame graph (DIR/judge-grade.svg) and a raw collapsed-stack file
@@ -32,7 +33,8 @@ child included) as a flame graph (DIR/judge-grade.svg) and a raw collapsed-stack
 Helpers (this file runs them as subprocesses):
 
     python benchmarks/replay.py serve LATENCY [--record FILE]   # the wire-format server
-    python benchmarks/replay.py client BODIES BASE_URL CONCURRENCY  # the replaying client
+    python benchmarks/replay.py client BODIES BASE_URL CONCURRENCY [httpx|aiohttp]
+        # the replaying client (over the SDK's default transport, or its aiohttp one)
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ SCENARIO = ROOT / "examples/scenarios/tau-airline"
 NIGHTLY = ROOT / "examples/nightly.yaml"
 BIN = Path(sys.executable).parent
 MODEL = "openai:bench-judge"
+#: also time the replaying client over aiohttp (--aiohttp-client)
+AIOHTTP_CLIENT = False
 
 
 # -- the server (its own process) -----------------------------------------------------------
@@ -98,14 +102,19 @@ def server(latency: float, record: Path | None = None) -> Iterator[str]:
 
 
 # -- the replaying client (its own process) -------------------------------------------------
-async def client_main(path: str, base_url: str, concurrency: int) -> None:
+async def client_main(path: str, base_url: str, concurrency: int, transport: str) -> None:
     """The plain SDK: `chat.completions.create(**body)` for every captured body, a fixed
-    pool of `concurrency` workers, each reply's content parsed as JSON."""
+    pool of `concurrency` workers, each reply's content parsed as JSON. `transport`:
+    "httpx" (the SDK's default, the baseline) or "aiohttp" (its DefaultAioHttpClient, what
+    judge sends through: judge.providers.transport)."""
     import openai
 
     with open(path, encoding="utf-8") as fh:
         bodies = [json.loads(line) for line in fh]
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="not-needed", max_retries=0)
+    extra: dict[str, Any] = {"http_client": openai.DefaultAioHttpClient()} \
+        if transport == "aiohttp" else {}
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="not-needed", max_retries=0,
+                                **extra)
     todo = iter(bodies)
     parsed = 0
 
@@ -229,7 +238,8 @@ def compare(name: str, judge_cmd: Any, bodies: Path, latency: float, concurrency
             rounds: int, tmp: Path, expect: int, judges: dict[str, Path]) -> dict[str, Any]:
     """Rounds of each judge tree, then the replaying client, against one server; medians,
     and each judge's ratios to the client of its own round."""
-    runs: dict[str, list[Timed]] = {**{who: [] for who in judges}, "replay": []}
+    clients = ["replay", *(["replay-aiohttp"] if AIOHTTP_CLIENT else [])]
+    runs: dict[str, list[Timed]] = {**{who: [] for who in judges}, **{c: [] for c in clients}}
     with server(latency) as url:
         for k in range(rounds):
             line = []
@@ -240,20 +250,22 @@ def compare(name: str, judge_cmd: Any, bodies: Path, latency: float, concurrency
                 line.append(f"{who} {t.wall:.2f} s wall, {t.cpu:.2f} s CPU (load {t.load:.2f})")
                 for p in (db, out):
                     p.unlink(missing_ok=True)
-            r = timed([sys.executable, __file__, "client", str(bodies), url, str(concurrency)],
-                      env_for(url, tmp), tmp)
-            got = json.loads(r.out)
-            if got["parsed"] != expect:
-                raise SystemExit(f"replay parsed {got} of {expect} replies")
-            runs["replay"].append(r)
-            line.append(f"replay {r.wall:.2f} s wall, {r.cpu:.2f} s CPU (load {r.load:.2f})")
+            for c in clients:
+                r = timed([sys.executable, __file__, "client", str(bodies), url,
+                           str(concurrency), "aiohttp" if c == "replay-aiohttp" else "httpx"],
+                          env_for(url, tmp), tmp)
+                got = json.loads(r.out)
+                if got["parsed"] != expect:
+                    raise SystemExit(f"{c} parsed {got} of {expect} replies")
+                runs[c].append(r)
+                line.append(f"{c} {r.wall:.2f} s wall, {r.cpu:.2f} s CPU (load {r.load:.2f})")
             print(f"  [{name} round {k + 1}] " + "; ".join(line), flush=True)
     out: dict[str, Any] = {}
     for who, ts in runs.items():
         out[who] = {"wall_s": median([t.wall for t in ts]), "cpu_s": median([t.cpu for t in ts]),
                     "walls": [round(t.wall, 2) for t in ts], "cpus": [round(t.cpu, 2) for t in ts],
                     "loads": [round(t.load, 2) for t in ts]}
-        if who == "replay":
+        if who in clients:
             continue
         # per round (judge and client ran a minute apart at most), then the median
         speeds = [r.wall / j.wall for j, r in zip(ts, runs["replay"], strict=True)]
@@ -261,6 +273,11 @@ def compare(name: str, judge_cmd: Any, bodies: Path, latency: float, concurrency
         out[who].update(speed=median(speeds), cpu_ratio=median(cpus),
                         speeds=[round(x, 3) for x in speeds],
                         cpu_ratios=[round(x, 3) for x in cpus])
+        if AIOHTTP_CLIENT:  # beside the client over the transport judge uses
+            aio = runs["replay-aiohttp"]
+            out[who].update(
+                speed_aiohttp=median([r.wall / j.wall for j, r in zip(ts, aio, strict=True)]),
+                cpu_ratio_aiohttp=median([j.cpu / r.cpu for j, r in zip(ts, aio, strict=True)]))
     return out
 
 
@@ -282,9 +299,14 @@ def summary(name: str, res: dict[str, Any], judges: dict[str, Path]) -> None:
         print(f"[{name}] {who}: {j['wall_s']:.2f} s wall {j['walls']}, {j['cpu_s']:.2f} s CPU "
               f"{j['cpus']}; speed / replaying client {j['speed']:.2f}× {j['speeds']}; CPU / "
               f"client {j['cpu_ratio']:.2f}× {j['cpu_ratios']}; loads {j['loads']}", flush=True)
-    r = res["replay"]
-    print(f"[{name}] replaying client: {r['wall_s']:.2f} s wall {r['walls']}, {r['cpu_s']:.2f} s "
-          f"CPU {r['cpus']}; loads {r['loads']}", flush=True)
+        if "speed_aiohttp" in j:
+            print(f"[{name}] {who} against the client over aiohttp: speed "
+                  f"{j['speed_aiohttp']:.2f}×, CPU {j['cpu_ratio_aiohttp']:.2f}×", flush=True)
+    for c in ("replay", "replay-aiohttp"):
+        if c in res:
+            r = res[c]
+            print(f"[{name}] {c}: {r['wall_s']:.2f} s wall {r['walls']}, {r['cpu_s']:.2f} s "
+                  f"CPU {r['cpus']}; loads {r['loads']}", flush=True)
 
 
 def grading(tmp: Path, rounds: int, latency: float, concurrency: int, command: str,
@@ -366,7 +388,8 @@ def main() -> None:
         serve_main(a.latency, a.record)
         return
     if len(sys.argv) > 1 and sys.argv[1] == "client":
-        asyncio.run(client_main(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+        asyncio.run(client_main(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+                                sys.argv[5] if len(sys.argv) > 5 else "httpx"))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -378,7 +401,12 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="REV", help="also measure judge at this git "
                     "revision (its judge/ and prompts/), interleaved in every round")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--aiohttp-client", action="store_true",
+                    help="also time the replaying client over aiohttp (the SDK's "
+                    "DefaultAioHttpClient, the transport judge sends through), interleaved")
     args = ap.parse_args()
+    global AIOHTTP_CLIENT
+    AIOHTTP_CLIENT = args.aiohttp_client
     want = set(args.only or ["grading", "nightly"])
     print(f"{load_now()} on {os.cpu_count()} cores", flush=True)
     results: dict[str, Any] = {}
