@@ -94,3 +94,47 @@ def test_the_process_exits_with_its_heap_frozen(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     after, at_exit = (int(line.rsplit(" ", 1)[1]) for line in done.stdout.splitlines())
     assert after == 0 and at_exit >= 50_000
+
+
+def test_the_judges_are_prepared_before_the_children_fork_and_the_heap_is_frozen(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The SDK is imported, then frozen, then the children are forked: what it made is never
+    walked by a collection, in this process or in a child."""
+    import judge.pipeline.callproc as callproc
+    import judge.pipeline.checkproc as checkproc
+    from judge.pipeline.checkproc import can_fork
+    from judge.store import open_store
+
+    events: list[str] = []
+    made: list[object] = []
+
+    def frozen(obj: object) -> bool:  # in the permanent generation: in none of the three
+        return gc.is_tracked(obj) and all(o is not obj for o in gc.get_objects())
+
+    class Preparing(Watching):
+        def prepare(self) -> None:
+            made.append([{"sdk": i} for i in range(1000)])  # what an SDK import leaves
+            events.append("prepare")
+
+    for cls in (checkproc.CheckerProcess, callproc.CallWriterProcess):
+        real = cls.start
+
+        def start(self: object, *a: object, _real=real, _name=cls.__name__,  # type: ignore[no-untyped-def]
+                  **k: object) -> None:
+            events.append(f"fork {_name}: {'frozen' if frozen(made[0]) else 'not frozen'}")
+            _real(self, *a, **k)
+
+        monkeypatch.setattr(cls, "start", start)
+    store = open_store(f"sqlite:///{tmp_path / 'j.db'}")
+    if not can_fork(store):
+        pytest.skip("no fork here")
+    paths = sorted(REFUND.glob("*.json"))
+    try:
+        grade_traces([Source(load_scenario(REFUND), (t for p in paths for t in iter_traces(p)),
+                             ["scope_fidelity"])],
+                     prompts={"scope_fidelity": load_prompt("scope_fidelity")},
+                     provider=Preparing(), settings=Settings.load(environ={}), store=store,
+                     run_id=store.save_run())
+    finally:
+        store.close()
+    assert events == ["prepare", "fork CheckerProcess: frozen", "fork CallWriterProcess: frozen"]

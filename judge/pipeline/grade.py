@@ -30,7 +30,7 @@ from judge.grading.tasks import gather_or_cancel
 from judge.items import Item
 from judge.pipeline.checkproc import CheckerProcess, can_fork
 from judge.pipeline.collect import Checked, Checker, OnChecked, Source, TraceChecked
-from judge.pipeline.heap import settled_heap
+from judge.pipeline.heap import freeze_before_fork, settled_heap
 from judge.pipeline.pool import GradingPool, Job
 from judge.pipeline.route import Router
 from judge.pipeline.sink import VerdictSink
@@ -288,15 +288,20 @@ class _Pipeline:
         return WriteBehindCache(self.store.calls)
 
     async def run(self) -> None:
+        # The judges' SDKs are imported first, then what is alive is frozen, then the
+        # children are forked (judge.pipeline.heap): the SDK's ~79,000 objects are never
+        # walked by a collection, here or in a child, and the first request goes out
+        # sooner than with the import beside the checking child's first traces (measured on
+        # the 1,164-call benchmark: 0.1-0.2 CPU-s less, the first request 0.05-0.1 s sooner)
+        for provider in self._providers():
+            provider.prepare()
+        freeze_before_fork()
         proc, checked_traces = self._checks()
         writer: CallWriter | None = None
         try:
             if self.cache is None:
                 writer = self._writer(proc)
                 self.cache = writer
-            # the judges' SDKs are imported now, beside the checking child's first traces
-            for provider in self._providers():
-                provider.prepare()
             await self._run(checked_traces, writer)
         finally:
             # close the trace stream while its pipe is open: left to the loop's shutdown, a

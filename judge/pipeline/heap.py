@@ -61,3 +61,9 @@ def _freeze_at_exit() -> None:
     if not _exit_hook:
         _exit_hook.append(True)
         atexit.register(gc.freeze)
+
+
+def freeze_before_fork() -> None:
+    """Freeze what is alive now (inside `settled_heap`, which undoes it), right before the
+    run forks its children."""
+    gc.freeze()

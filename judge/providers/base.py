@@ -112,8 +112,8 @@ class Provider(ABC):
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """Do now what the first call would otherwise do (import the SDK, build its client):
-        a run calls it once it has started its checking child, so the two run side by
-        side."""
+        a run calls it before it forks its children and freezes the heap
+        (judge.pipeline.heap), so the SDK's objects are shared and never collected."""
 
     @abstractmethod
     async def generate(self, request: JudgeRequest) -> ProviderResponse:

@@ -235,8 +235,8 @@ class OpenAIProvider(Provider):
         self._ladder: Ladder | None = None
 
     # The SDK (0.5 s of CPU to import) and its client are made on first use, not when the
-    # provider is built: a run forks its checking child first, and the import runs beside
-    # the child's first traces (judge.pipeline.grade calls `prepare` right after the fork).
+    # provider is built (commands that never call a judge do not pay for it): a run calls
+    # `prepare` before it forks its children (judge.pipeline.grade).
     @property
     def client(self) -> openai.AsyncOpenAI:
         return self._client.get()
