@@ -14,7 +14,7 @@ from judge.formats import Verdict
 from judge.grading.cache import MemoryCache
 from judge.grading.engine import REPLAY_MISS, GradingStats, grade_items, grade_items_sync
 from judge.items import Item
-from judge.prompts import Prompt, load_prompt
+from judge.prompts import Prompt, load_prompt, render
 from judge.providers.base import (
     JudgeRequest,
     ModelParams,
@@ -293,6 +293,38 @@ def test_rerun_skips_rendering_through_the_render_memo(prompt: Prompt,
     provider = ScriptedProvider()
     out = run(items, prompt, provider, cache, replay_only=True)
     assert [v.label for v in out] == ["pass"] * 5 and provider.requests == []
+
+
+def test_a_request_rendered_ahead_is_found_by_its_key_and_still_leaves_a_memo(
+        prompt: Prompt) -> None:
+    """The pipeline renders ahead (judge.pipeline.checkproc): such an item is looked up by
+    its cache key alone (the memo only spares rendering, already done), and its valid
+    first reply still leaves a memo for a rerun that does not render ahead."""
+    from judge.grading.engine import ItemGrader
+
+    class Counting(MemoryCache):
+        memo_reads = 0
+
+        def get_memo(self, memo_key: str) -> tuple[str, str] | None:
+            Counting.memo_reads += 1
+            return super().get_memo(memo_key)
+
+    items = [make_item(i) for i in range(3)]
+    cache = Counting()
+    grader = ItemGrader(prompt, ScriptedProvider(default=PASS), cache, params=ModelParams(),
+                        retries=0)
+
+    async def grade_all(ahead: bool) -> list[str]:
+        return [(await grader.grade(it, render(prompt, it, ModelParams()) if ahead else None)
+                 ).label for it in items]
+
+    assert asyncio.run(grade_all(ahead=True)) == ["pass"] * 3
+    assert Counting.memo_reads == 0 and len(cache.memos) == 3
+    assert asyncio.run(grade_all(ahead=True)) == ["pass"] * 3  # cached, by key
+    assert Counting.memo_reads == 0 and grader.stats.cache_hits == 3
+    assert asyncio.run(grade_all(ahead=False)) == ["pass"] * 3  # by memo
+    assert Counting.memo_reads == 3 and grader.stats.cache_hits == 6
+    assert grader.stats.provider_calls == 3
 
 
 def test_changed_item_misses_the_memo_and_is_graded_again(prompt: Prompt) -> None:

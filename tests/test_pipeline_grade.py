@@ -84,3 +84,37 @@ def test_a_failing_reader_is_not_swallowed(child: bool) -> None:
                      provider=HeuristicProvider(), settings=Settings.load(environ={}),
                      cache=MemoryCache(), errors=errors,
                      options=GradeOptions(check_process=child))
+
+
+def test_a_compact_request_keeps_everything_a_remote_grader_reads() -> None:
+    """What crosses from the checking child for remote judges (judge.pipeline.grade.compact):
+    the same cache key, item schema, enums and chat body as the full request; the view's
+    data (read by local providers only) is not sent, and reading it says so."""
+    import pickle
+
+    from judge.grading.keys import KeyMaker
+    from judge.pipeline.collect import Checker
+    from judge.pipeline.grade import compact
+    from judge.prompts import render
+    from judge.providers.openai_provider import chat_body
+    from judge.verdicts.schema import request_enums, request_schema
+
+    errors: list[InputError] = []
+    items = Checker([source(errors)], None).run().items
+    prompt = load_prompt("scope_fidelity")
+    settings = Settings.load(environ={})
+    assert items
+    for it in items:
+        full = render(prompt, it, settings.model_params(), settings.redaction())
+        light = compact(full)
+        keys = KeyMaker(prompt.hash, "openai:m", full.params, full.schema, endpoint="http://x")
+        assert keys.key(light) == keys.key(full)
+        assert request_enums(light) == request_enums(full)
+        assert request_schema(light) == request_schema(full)
+        assert chat_body(light, "m") == chat_body(full, "m")
+        assert light == full  # the request's equality is its messages
+        assert len(pickle.dumps(light)) < len(pickle.dumps(full))
+        assert light.view is not None and full.view is not None
+        assert full.view.goal is not None
+        with pytest.raises(RuntimeError, match="only local providers read it"):
+            _ = light.view.goal

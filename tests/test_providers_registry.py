@@ -218,3 +218,29 @@ async def test_scripted_default_is_a_valid_pass_for_a_rendered_request() -> None
     text = (await make_provider("scripted", _settings()).generate(request)).text
     verdict = parse_verdict(text, item, load_prompt(item.rubric), "scripted")
     assert (verdict.label, verdict.violated_key, verdict.evidence_event) == ("pass", None, None)
+
+
+def test_building_an_sdk_provider_imports_no_sdk_until_it_is_prepared() -> None:
+    """A run forks its checking child before the SDK's 0.5 s import (judge.pipeline.grade
+    calls `prepare` after the fork): building the provider only checks the SDK is there;
+    the endpoint and the client are the SDK's own once prepared."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from judge.providers.registry import make_provider\n"
+        "from judge.settings import Settings\n"
+        "s = Settings.load(environ={'OPENAI_BASE_URL': 'http://127.0.0.1:1/v1',"
+        " 'ANTHROPIC_API_KEY': 'k'})\n"
+        "o = make_provider('openai:m', s)\n"
+        "a = make_provider('anthropic:c', s)\n"
+        "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))\n"
+        "o.prepare(); a.prepare()\n"
+        "import openai, anthropic\n"
+        "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))\n"
+        "print(o.endpoint == str(openai.AsyncOpenAI(api_key='k',"
+        " base_url='http://127.0.0.1:1/v1').base_url), o.response_format)\n"
+        "print(a.endpoint == str(anthropic.AsyncAnthropic(api_key='k').base_url))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd="/").stdout.split("\n")
+    assert out[:4] == ["[]", "['anthropic', 'openai']", "True json_schema", "True"]

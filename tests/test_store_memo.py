@@ -61,3 +61,29 @@ def test_rerun_from_the_database_renders_nothing_and_calls_nothing(
     stats = _grade(items, store.calls, silent)
     assert stats.provider_calls == 0 and not silent.requests
     assert stats.cache_hits == len(items) and stats.unscored == 0
+
+
+def test_calls_and_their_memos_are_stored_in_one_transaction(store: Store) -> None:
+    """One commit per batch of the write-behind cache: the memos (which point at calls) go
+    with the calls, after them."""
+    from sqlalchemy import event
+
+    from judge.providers.base import CallRecord
+
+    commits: list[int] = []
+    event.listen(store.engine, "commit", lambda _conn: commits.append(1))
+    records = [CallRecord(cache_key=f"k-{k}", item_id=f"t#{k}:r", prompt_hash="p", model="m",
+                          params={}, request={}, response_text="{}", usage={}, latency_s=0.0)
+               for k in ("a", "b", "c")]
+    store.calls.put_batch(records, [("memo:a", "k-a"), ("memo:b", "k-b")])
+    assert len(commits) == 1
+    assert store.calls.count() == 3
+    assert store.calls.get_memo("memo:a") == ("k-a", "{}")
+    assert store.calls.get_memo("memo:b") == ("k-b", "{}")
+    cache = WriteBehindCache(store.calls, interval_s=60.0)
+    try:
+        cache.put_memo("memo:c", "k-c", "{}")
+        cache.flush()
+    finally:
+        cache.close()
+    assert store.calls.get_memo("memo:c") == ("k-c", "{}")

@@ -35,10 +35,11 @@ its call is stored under the key of that mode, so a rerun, which starts in the r
 mode, finds it. A refusal (a request the server rejects as malformed) is not retried: the
 item is unscored with the server's one-line message.
 
-Durability. With a cache that stores in the background (judge.grading.writebehind), an item's
-grading waits until its calls are stored before it returns: at any moment each worker has
-at most one call that reached the provider and is not stored, so a run killed at any point
-has lost at most `concurrency` calls, and a resumed run repeats none that was stored.
+Durability. With a cache that stores in the background (judge.pipeline.callproc's child,
+or judge.grading.writebehind's thread), an item's grading waits until its calls are stored
+before it returns: at any moment each worker has at most one call that reached the provider
+and is not stored, so a run killed at any point has lost at most `concurrency` calls, and a
+resumed run repeats none that was stored.
 
 Concurrency: a fixed pool of `concurrency` workers over the item list, so at most that many
 requests are in flight and no per-item task is created; cached items never wait on I/O.
@@ -313,12 +314,11 @@ class ItemGrader:
             return self.unscored(item, f"grading error: {type(exc).__name__}: {exc}", None)
 
     async def _grade(self, item: Item, rendered: JudgeRequest | None = None) -> Verdict:
-        memo_key = None
         self._follow_mode()
-        if self.memo is not None and self.memo_keys is not None:
-            # a rerun: the call made for this very item, found without rendering it
-            memo_key = self.memo_keys.key(item)
-            hit = self.memo.get_memo(memo_key)
+        if rendered is None and self.memo is not None and self.memo_keys is not None:
+            # a rerun: the call made for this very item, found without rendering it (a
+            # request rendered ahead is looked up by its cache key, which finds the same call)
+            hit = self.memo.get_memo(self.memo_keys.key(item))
             if hit is not None:
                 try:
                     verdict = self.validate(hit[1], item)
@@ -333,18 +333,17 @@ class ItemGrader:
         key = self.key_of(request)
         first = self.cache.get(key)
         if first is None:
-            return await self._fresh(item, request, key, memo_key)
+            return await self._fresh(item, request, key)
         try:
             verdict = self.validate(first.response_text, item)
         except VerdictInvalid as bad:
-            return await self._replay_reask(item, request, key, memo_key, first, bad)
+            return await self._replay_reask(item, request, key, first, bad)
         self.stats.cache_hits += 1
-        self._remember(memo_key, key, first.response_text)
+        self._remember(item, key, first.response_text)
         return self._finish(item, verdict, {"cached": True})
 
     async def _replay_reask(self, item: Item, request: JudgeRequest, key: str,
-                            memo_key: str | None, first: CallRecord,
-                            bad: VerdictInvalid) -> Verdict:
+                            first: CallRecord, bad: VerdictInvalid) -> Verdict:
         """The stored first reply is invalid: its re-ask, from the cache or (never stored)
         from the provider; a stored re-ask that is invalid too ends the stored chain, and the
         item is asked again from the start (replay-only: unscored as it was)."""
@@ -367,19 +366,18 @@ class ItemGrader:
             self.stats.reasks -= 1
             self.stats.asked_again += 1
             why = f"stored replies were invalid: {bad2.reason} (first answer: {bad.reason})"
-            return await self._fresh(item, request, key, memo_key, replaces=why)
+            return await self._fresh(item, request, key, replaces=why)
         self.stats.cache_hits += 2
         return self._after_reask(item, second.response_text, verdict, None, bad, cached=True)
 
-    async def _fresh(self, item: Item, request: JudgeRequest, key: str,
-                     memo_key: str | None, *, replaces: str | None = None) -> Verdict:
+    async def _fresh(self, item: Item, request: JudgeRequest, key: str, *,
+                     replaces: str | None = None) -> Verdict:
         """Ask the provider, and re-ask once if the reply is invalid (no cache reads)."""
         asked = await self.ask(request, key, item, replaces=replaces)
         extra: dict[str, Any] = {"asked_again": True} if replaces else {}
-        if asked.rekeyed and self.memo_keys is not None:
-            memo_key = self.memo_keys.key(item)  # the memo of the mode it was answered in
         if asked.verdict is not None:
-            self._remember(memo_key, asked.key, asked.text)
+            # the memo of the mode it was answered in (`ask` follows a mode found meanwhile)
+            self._remember(item, asked.key, asked.text)
             return self._finish(item, asked.verdict, {"cached": False, **extra})
         assert asked.problem is not None
         self.stats.reasks += 1
@@ -398,10 +396,11 @@ class ItemGrader:
         return self._finish(item, verdict, {"cached": cached, "reasked": True,
                                             "reask_reason": first.reason, **(extra or {})})
 
-    def _remember(self, memo_key: str | None, key: str, text: str) -> None:
-        """A valid first reply: the render memo may lead to it."""
-        if memo_key is not None and self.memo is not None:
-            self.memo.put_memo(memo_key, key, text)
+    def _remember(self, item: Item, key: str, text: str) -> None:
+        """A valid first reply: the render memo may lead to it (its key is made here, for
+        the mode in force, only when there is a memo to write)."""
+        if self.memo is not None and self.memo_keys is not None:
+            self.memo.put_memo(self.memo_keys.key(item), key, text)
 
     def _finish(self, item: Item, verdict: Verdict, extra: dict[str, Any]) -> Verdict:
         meta = {**verdict.metadata, **self.base_meta, **extra}
@@ -517,5 +516,15 @@ async def grade_items(
 
 def grade_items_sync(items: Sequence[Item], prompt: Prompt, provider: Provider,
                      cache: CallCache, **kwargs: Any) -> list[Verdict]:
-    """`grade_items` from synchronous code (runs its own event loop)."""
-    return asyncio.run(grade_items(items, prompt, provider, cache, **kwargs))
+    """`grade_items` from synchronous code: in an event loop of its own, whose end closes
+    the judges' connections (an SDK's connections belong to the loop that opened them,
+    judge.providers.transport; the providers stay usable, their next call opens new ones)."""
+    from judge.grading.jury import close_judges
+
+    async def go() -> list[Verdict]:
+        try:
+            return await grade_items(items, prompt, provider, cache, **kwargs)
+        finally:
+            await close_judges(provider, kwargs.get("jury"))
+
+    return asyncio.run(go())

@@ -1,5 +1,10 @@
 """A call cache that stores from a background thread, so the event loop never waits on disk.
 
+A grading run with a database stores its calls from a forked child instead where it can
+(judge.pipeline.callproc: the thread shares the interpreter lock with a busy loop, which
+made each call wait ~10 ms to be stored); this thread is the same contract where a child
+cannot be forked (off Linux, an in-memory database) and for callers outside the pipeline.
+
 `put` returns at once; a writer thread stores pending calls in batches (one transaction for
 all the calls that arrived while the previous batch was being stored). `get` sees pending
 calls too. `wait_stored(key)` lets the grading engine wait, without blocking the loop, until
@@ -16,13 +21,17 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from judge.providers.base import CallCache, CallRecord
 
 
+@runtime_checkable
 class _Batching(Protocol):
-    def put_many(self, records: Sequence[CallRecord]) -> None: ...
+    """A cache that stores calls and memos in one transaction (judge.store.calls)."""
+
+    def put_batch(self, records: Sequence[CallRecord],
+                  memos: Sequence[tuple[str, str]]) -> None: ...
 
 
 _Waiter = tuple[int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
@@ -98,42 +107,51 @@ class WriteBehindCache:
         self._wake.set()
 
     def flush(self) -> None:
-        """Store every pending call (then memo) now (in the caller's thread)."""
+        """Store every pending call and memo now (in the caller's thread): one transaction
+        when the wrapped cache takes memos with its calls (the database's), the memos after
+        the calls they point at."""
         with self._write:
             with self._lock:
                 batch, self._queue = self._queue, []
                 memos, self._memo_queue = self._memo_queue, []
-            if batch:
+            if batch or memos:
                 try:
-                    self._store([rec for rec, _ in batch])
+                    self._store([rec for rec, _ in batch], memos)
                 except BaseException as exc:
-                    self._settle(batch[-1][1], exc)
+                    if batch:
+                        self._settle(batch[-1][1], exc)
                     raise
+            if batch:
                 with self._lock:
                     for rec, number in batch:
                         if self._pending.get(rec.cache_key, (None, 0))[1] == number:
                             del self._pending[rec.cache_key]
                 self._settle(batch[-1][1], None)
-            if memos:  # after the calls they point at
-                put_memos = getattr(self.inner, "put_memos", None)
-                if callable(put_memos):
-                    put_memos(memos)
-                else:
-                    for memo_key, cache_key in memos:
-                        text = self._memos[memo_key][1]
-                        self.inner.put_memo(memo_key, cache_key, text)  # type: ignore[attr-defined]
+            if memos:
                 with self._lock:
                     for memo_key, _ in memos:
                         self._memos.pop(memo_key, None)
         self._raise()
 
-    def _store(self, records: list[CallRecord]) -> None:
+    def _store(self, records: list[CallRecord], memos: list[tuple[str, str]]) -> None:
+        if isinstance(self.inner, _Batching):  # calls and memos in one transaction
+            self.inner.put_batch(records, memos)
+            return
         put_many = getattr(self.inner, "put_many", None)
         if callable(put_many):
-            put_many(records)
+            if records:
+                put_many(records)
         else:
             for rec in records:
                 self.inner.put(rec)
+        if memos:  # after the calls they point at
+            put_memos = getattr(self.inner, "put_memos", None)
+            if callable(put_memos):
+                put_memos(memos)
+            else:
+                for memo_key, cache_key in memos:
+                    text = self._memos[memo_key][1]
+                    self.inner.put_memo(memo_key, cache_key, text)  # type: ignore[attr-defined]
 
     def _settle(self, upto: int, error: BaseException | None) -> None:
         """Calls numbered up to `upto` are stored (or failed with `error`): wake their

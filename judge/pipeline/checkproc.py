@@ -77,6 +77,11 @@ class CheckerProcess:
         self._conn: Connection | None = None
         self._parent_pid = os.getpid()
 
+    def parent_ends(self) -> tuple[Connection, ...]:
+        """This process's end of the child's pipe, for a child forked later to close (a
+        copy held elsewhere would keep the pipe from breaking when this process closes it)."""
+        return (self._conn,) if self._conn is not None else ()
+
     @property
     def pid(self) -> int | None:
         """The child's process id (None before `start` and after `close`)."""

@@ -3,7 +3,8 @@
 as JSON. A request the API rejects as malformed is not retried.
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides. The SDK is
-imported when a provider is built, not with this module. Batches: `anthropic_batch.py`.
+imported on first use (`prepare`, or the first call), not with this module nor when the
+provider is built (which only checks that it is installed). Batches: `anthropic_batch.py`.
 """
 
 from __future__ import annotations
@@ -13,13 +14,21 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from judge.errors import ConfigError
-from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
+from judge.providers.base import (
+    NO_KEY,
+    JudgeRequest,
+    Provider,
+    ProviderFailure,
+    ProviderResponse,
+    need_sdk,
+)
 from judge.providers.retry import (
     is_refusal,
     is_retryable_status,
     parse_retry_after,
     server_message,
 )
+from judge.providers.transport import SDKClient, aiohttp_client
 from judge.verdicts.schema import request_schema
 
 if TYPE_CHECKING:
@@ -103,14 +112,32 @@ class AnthropicProvider(Provider):
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  timeout: float = 60.0, client: anthropic.AsyncAnthropic | None = None) -> None:
-        import anthropic
-
+        if client is None:
+            need_sdk("anthropic")
         self.model = model
         self.spec = f"anthropic:{model}"
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
-        self.client = client or anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url,
-                                                         timeout=timeout, max_retries=0)
-        self.endpoint = str(self.client.base_url)
+        self._client_args: dict[str, Any] = {"api_key": api_key, "base_url": base_url,
+                                             "timeout": timeout, "max_retries": 0}
+        self._client = SDKClient(self._make_client, client)
+
+    # the SDK and its client are made on first use (see OpenAIProvider.client)
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        return self._client.get()
+
+    def _make_client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
+        # over aiohttp (judge.providers.transport), as the openai provider
+        return anthropic.AsyncAnthropic(**self._client_args, **aiohttp_client(anthropic))
+
+    @property
+    def endpoint(self) -> str:  # type: ignore[override]  # read-only here
+        return str(self.client.base_url)
+
+    def prepare(self) -> None:
+        self.client  # noqa: B018 - imports the SDK and builds the client
 
     @classmethod
     def from_settings(cls, argument: str | None, settings: Settings) -> AnthropicProvider:
@@ -145,4 +172,4 @@ class AnthropicProvider(Provider):
         return response_from_message(message, self.spec, time.perf_counter() - started)
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self._client.aclose()

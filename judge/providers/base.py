@@ -60,8 +60,9 @@ class Provider(ABC):
     A provider class is also its own registration: its spec `prefix` and `forms`, how it is
     built from settings (`from_settings`), when it is the default (`default_spec`), and its
     batch client (`batch_client`). `judge.providers.registry` maps prefixes to modules and
-    asks the class. Provider modules import their SDK only when a provider is built, so
-    importing one is cheap and never fails for a missing SDK.
+    asks the class. Provider modules import their SDK only when a provider is first used
+    (`prepare`, or its first call), so importing one, or building one, is cheap; building
+    one still fails for a missing SDK (`need_sdk`).
     """
 
     #: the spec prefix: "openai" in "openai:gpt-4.1-mini"
@@ -109,12 +110,30 @@ class Provider(ABC):
         """This provider's batch client, or None when it has no batch API."""
         return None
 
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Do now what the first call would otherwise do (import the SDK, build its client):
+        a run calls it before it forks its children and freezes the heap
+        (judge.pipeline.heap), so the SDK's objects are shared and never collected."""
+
     @abstractmethod
     async def generate(self, request: JudgeRequest) -> ProviderResponse:
         """Send one request; raise ProviderFailure on any failure."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+
+def need_sdk(name: str) -> None:
+    """ImportError (which the registry turns into an install hint) unless package `name` is
+    installed: a provider that imports its SDK on first use still fails when it is built."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except ValueError:  # imported already without a spec: it is there
+        found = True
+    if not found:
+        raise ModuleNotFoundError(f"No module named '{name}'", name=name)
 
 
 @dataclass

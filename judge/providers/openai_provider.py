@@ -9,21 +9,40 @@ JSON Schema, receives exactly the body it always did, apart from the item's enum
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides, using the
 `ProviderFailure` this module raises for every SDK error; a refusal (a request the server
-rejects as malformed) is never retried. The SDK is imported when a provider is built, not
-with this module. Batches: `openai_batch.py`.
+rejects as malformed) is never retried. The SDK is imported on first use (`prepare`, or the
+first call), not with this module nor when the provider is built (which only checks that it
+is installed). Batches: `openai_batch.py`.
+
+The live call is the SDK's `post` with its endpoint, auth, headers, timeout and errors, made
+lighter on both ends (issue 25): the body goes out as JSON bytes made by orjson (the same
+JSON value the SDK would write: `body_bytes`), and the reply comes back raw (the SDK's
+`with_raw_response`) and is read by orjson into just what a verdict needs
+(`response_from_json`) instead of into the SDK's ChatCompletion model. Together that was
+about 0.4 ms of CPU per call of the ~1.6 ms the SDK path cost (benchmarks/README.md).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from judge.errors import ConfigError
-from judge.providers.base import NO_KEY, JudgeRequest, Provider, ProviderFailure, ProviderResponse
+from judge.providers.base import (
+    NO_KEY,
+    JudgeRequest,
+    Provider,
+    ProviderFailure,
+    ProviderResponse,
+    need_sdk,
+)
 from judge.providers.response_format import (
     AUTO,
     DESCRIPTIONS,
     JSON_SCHEMA,
+    MODES,
     FormatMemory,
     Ladder,
     Notice,
@@ -36,6 +55,7 @@ from judge.providers.retry import (
     parse_retry_after,
     server_message,
 )
+from judge.providers.transport import SDKClient, aiohttp_client
 from judge.verdicts.schema import request_decoder_schema, request_schema
 
 if TYPE_CHECKING:
@@ -47,6 +67,16 @@ if TYPE_CHECKING:
 
 #: the model `default_model_spec` picks when OpenAI settings are present
 DEFAULT_MODEL = "gpt-4.1-mini"
+#: the header the SDK's `with_raw_response` sets: `post` then hands back the HTTP response
+#: unread by any model (openai._constants.RAW_RESPONSE_HEADER)
+_RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
+
+
+class _RawReply:
+    """What `post` is cast to under the raw-response header: unused by the SDK (it returns
+    its raw response wrapper), named for the reader; `content` is what is read."""
+
+    content: bytes
 
 
 def chat_body(request: JudgeRequest, model: str, *,
@@ -89,6 +119,49 @@ def response_from_completion(completion: ChatCompletion, spec: str,
         raw["refusal"] = True
     return ProviderResponse(text=message.content or message.refusal or "", model=spec,
                             usage=counts, latency_s=latency_s, raw=raw)
+
+
+def response_from_json(payload: bytes, spec: str, latency_s: float = 0.0) -> ProviderResponse:
+    """The ProviderResponse of a chat completion's JSON bytes, as `response_from_completion`
+    reads the SDK's model of the same JSON (tested to agree), without building the model. A
+    reply that is not a completion (not JSON, no choices, a content that is not text) is a
+    retryable failure, as a completion without choices always was."""
+    try:
+        data = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        raise ProviderFailure(f"{spec}: the reply is not JSON", retryable=True) from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices, list):
+        raise ProviderFailure(f"{spec}: completion has no choices", retryable=True)
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise ProviderFailure(f"{spec}: completion choice has no message", retryable=True)
+    content, refusal = message.get("content"), message.get("refusal")
+    if not isinstance(content, str | None) or not isinstance(refusal, str | None):
+        raise ProviderFailure(f"{spec}: completion message is not text", retryable=True)
+    usage = data.get("usage")
+    counts = ({k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+              if isinstance(usage, dict) else {})
+    raw: dict[str, Any] = {"id": data.get("id"), "model": data.get("model"),
+                           "finish_reason": choice.get("finish_reason")}
+    if refusal:
+        raw["refusal"] = True
+    return ProviderResponse(text=content or refusal or "", model=spec, usage=counts,
+                            latency_s=latency_s, raw=raw)
+
+
+def body_bytes(body: dict[str, Any]) -> bytes | None:
+    """`body` as the JSON bytes the SDK would send (compact, UTF-8, no NaN), written by
+    orjson; None when orjson cannot write the same JSON value (an integer beyond 64 bits, a
+    lone surrogate, a temperature that is not finite): the SDK then writes it, or refuses."""
+    temperature = body.get("temperature")
+    if isinstance(temperature, float) and not math.isfinite(temperature):
+        return None  # orjson writes null; the SDK refuses, as it should
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return None
 
 
 def completion_from_body(body: Any, spec: str) -> ChatCompletion:
@@ -142,23 +215,53 @@ class OpenAIProvider(Provider):
                  timeout: float = 60.0, client: openai.AsyncOpenAI | None = None,
                  response_format: str = AUTO, memory: FormatMemory | None = None,
                  on_notice: Notice = stderr_notice) -> None:
-        import openai
-
+        if client is None:
+            need_sdk("openai")
+        if response_format != AUTO and response_format not in MODES:
+            raise ValueError(f"unknown response format {response_format!r}")
         self.model = model
         self.spec = f"openai:{model}"
         self.base_url = base_url
         self.display_name = self.spec if base_url is None else f"{self.spec} at {base_url}"
-        self.client = client or openai.AsyncOpenAI(api_key=api_key, base_url=base_url,
-                                                   timeout=timeout, max_retries=0)
-        self.endpoint = str(self.client.base_url)
+        self._client_args: dict[str, Any] = {"api_key": api_key, "base_url": base_url,
+                                             "timeout": timeout, "max_retries": 0}
+        self._client = SDKClient(self._make_client, client)
         official = base_url is None or "api.openai.com" in base_url
         self.token_field = "max_completion_tokens" if official else "max_tokens"
         #: where found modes are remembered (the settings cache)
         self.memory = memory if memory is not None else FormatMemory.default()
         self.on_notice = on_notice
-        remembered = self.memory.get(self.endpoint, model) if response_format == AUTO else None
-        self.ladder = Ladder(setting=response_format, remembered=remembered,
-                             on_found=self._found)
+        self._setting = response_format
+        self._ladder: Ladder | None = None
+
+    # The SDK (0.5 s of CPU to import) and its client are made on first use, not when the
+    # provider is built (commands that never call a judge do not pay for it): a run calls
+    # `prepare` before it forks its children (judge.pipeline.grade).
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        return self._client.get()
+
+    def _make_client(self) -> openai.AsyncOpenAI:
+        import openai
+
+        # over aiohttp (judge.providers.transport): the SDK's client, a lighter transport
+        return openai.AsyncOpenAI(**self._client_args, **aiohttp_client(openai))
+
+    @property
+    def endpoint(self) -> str:  # type: ignore[override]  # read-only here
+        return str(self.client.base_url)
+
+    @property
+    def ladder(self) -> Ladder:
+        if self._ladder is None:
+            remembered = self.memory.get(self.endpoint, self.model) \
+                if self._setting == AUTO else None
+            self._ladder = Ladder(setting=self._setting, remembered=remembered,
+                                  on_found=self._found)
+        return self._ladder
+
+    def prepare(self) -> None:
+        self.ladder  # noqa: B018 - builds the client and finds the remembered mode
 
     @property
     def response_format(self) -> str:
@@ -196,17 +299,20 @@ class OpenAIProvider(Provider):
 
     async def _post(self, request: JudgeRequest, mode: str) -> ProviderResponse:
         import openai
-        from openai.types.chat import ChatCompletion
 
         body = chat_body(request, self.model, token_field=self.token_field, mode=mode)
+        content = body_bytes(body)
         started = time.perf_counter()
         try:
             # `chat.completions.create(**body)` without its request transform: for the plain
             # JSON body chat_body builds the transform is an identity (tested), and it costs
-            # a quarter of the SDK's CPU per call. Same endpoint, auth, timeout, errors and
-            # typed response. (It also sends the fields of modes the SDK has no type for.)
-            completion = await self.client.post("/chat/completions", body=body,
-                                                cast_to=ChatCompletion)
+            # a quarter of the SDK's CPU per call. Same endpoint, auth, timeout and errors;
+            # the body as orjson's bytes and the reply raw (see the module doc). (It also
+            # sends the fields of modes the SDK has no type for.)
+            reply = await self.client.post(
+                "/chat/completions", cast_to=_RawReply,
+                **({"content": content} if content is not None else {"body": body}),
+                options={"headers": {_RAW_RESPONSE_HEADER: "true"}})
         except openai.OpenAIError as exc:
             failure = failure_from_error(exc, self.spec)
             if failure.refused and self.ladder.forced:
@@ -216,8 +322,7 @@ class OpenAIProvider(Provider):
                     "this server takes)", retryable=False, status=failure.status,
                     refused=True)
             raise failure from exc
-        response = response_from_completion(completion, self.spec,
-                                            time.perf_counter() - started)
+        response = response_from_json(reply.content, self.spec, time.perf_counter() - started)
         response.raw["response_format"] = mode
         return response
 
@@ -235,4 +340,4 @@ class OpenAIProvider(Provider):
                        "to choose another")
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self._client.aclose()

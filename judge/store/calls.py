@@ -103,7 +103,13 @@ class DbCallCache:
     def put_many(self, records: Sequence[CallRecord]) -> None:
         """Store several calls in one transaction: an already stored key is kept, unless
         the new call `replaces_invalid` (then the stored one is set aside, see above)."""
-        if not records:
+        self.put_batch(records, ())
+
+    def put_batch(self, records: Sequence[CallRecord], memos: Sequence[tuple[str, str]]
+                  ) -> None:
+        """`put_many` and `put_memos` in one transaction: the calls, then the memos ((memo
+        key, cache key) pairs, of these calls or of calls already stored)."""
+        if not records and not memos:
             return
         rows = [self._row(r) for r in records if r.replaces_invalid is None]
         again = [r for r in records if r.replaces_invalid is not None]
@@ -114,6 +120,7 @@ class DbCallCache:
                     cache_key=f"{rec.cache_key}#replaced-{uuid.uuid4().hex}",
                     invalid_reason=func.coalesce(_T.c.invalid_reason, rec.replaces_invalid)))
                 bulk_insert(conn, _T, [self._row(rec)])
+            bulk_insert(conn, _M, [{"memo_key": m, "cache_key": c} for m, c in memos])
 
     @staticmethod
     def _row(record: CallRecord) -> dict[str, Any]:
