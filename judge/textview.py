@@ -16,10 +16,12 @@ Cyrillic `е` in a name is still that fact).
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from judge.safe_text import HIDDEN
 
@@ -176,3 +178,39 @@ def plain(text: str) -> str:
     # `view`'s folding without its map back to the original (nothing here needs positions):
     # whole-text passes instead of one character at a time
     return _ONE_TO_ONE_RE.sub(lambda m: _ONE_TO_ONE[m.group()], _ZW_RUN.sub("", text))
+
+
+#: markup a renderer or a browser reads through: HTML tags, Markdown emphasis and code marks
+_TAG = re.compile(r"<[^<>]{0,200}>")
+_EMPHASIS = re.compile(r"[*~`]+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
+#: a `+` between two word characters (a URL's query writes a space so) and JSON's \uXXXX
+_PLUS = re.compile(r"(?<=\w)\+(?=\w)")
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _decoded(text: str) -> str:
+    if "\\u" in text:
+        text = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    if "&" in text:
+        text = html.unescape(text)
+    if "%" in text:
+        text = unquote(text, errors="replace")
+    if "<" in text:
+        text = _TAG.sub("", text)
+    return _PLUS.sub(" ", _EMPHASIS.sub("", text))
+
+
+def readings(text: str) -> tuple[str, ...]:
+    """The ways a reader may read `text`: `plain(text)`, and, when it differs, the same after
+    the markup a renderer or a browser reads through — HTML entities and tags, Markdown
+    emphasis (`**ORD**-**88412**`), percent-escapes and `+` of a URL (`Lee+Chen`,
+    `ORD%2D88412`), JSON's `\\u0038` — is read through. Both are kept: reading markup through
+    can join what the text keeps apart."""
+    seen = plain(text)
+    if not _MAY_DECODE.search(seen):
+        return (seen,)
+    alt = plain(_decoded(seen))
+    return (seen,) if alt == seen else (seen, alt)
+
+
+_MAY_DECODE = re.compile(r"[&%<*~`_+]|\\u")

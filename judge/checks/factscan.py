@@ -6,8 +6,9 @@ have an owner: a value with its aliases — found as a whole phrase, a number by
 date in any form (judge.checks.textforms) — or an RE2 pattern. `surfaces(ev)` gives the
 places an event exposes: a reply's or a summary's text, every scalar (and mapping key) of a
 tool call's arguments, a state write's key and value; `FactSet.find` what each holds, read
-as a reader sees it (`judge.textview.plain`: no escape sequence, invisible character,
-full-width form or look-alike letter hides a fact).
+as a reader sees it (`judge.textview.readings`: no escape sequence, invisible character,
+full-width form, look-alike letter, HTML entity or tag, Markdown emphasis or URL escape hides
+a fact).
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ from judge.checks.textforms import (
 )
 from judge.diff.normalise import canonical, normalise
 from judge.ledger.leakage import compile_pattern
-from judge.textview import plain
+from judge.textview import plain, readings
 from judge.trace.model import EventData, EventKind
 
-#: scalars of one value looked at (arguments, a stored value, a tool result)
-MAX_SCALARS = 5_000
-#: characters of a text looked at (the rest of a longer text is not scanned)
-MAX_TEXT = 1_000_000
+#: Every scalar of an event and every character of a text is looked at: a bulk export in one
+#: tool call or a megabyte reply is where a leak hides, and a check that stopped looking
+#: would pass it. The cost is linear (one automaton pass, one RE2 pass), and the trace loader
+#: already bounds what one event can hold.
 #: how much of a matched text a finding quotes
 MAX_QUOTE = 80
 
@@ -81,6 +82,10 @@ class _Compiled:
             self.keys.update(self.phrases)
             n = number_of(fact.value)
             if n is not None:
+                # a number is found by value among the text's stand-alone numbers only, never
+                # as a phrase (`2024` inside `2024-05-27`, `555` inside a phone number)
+                self.phrases = [p for p in (fold(plain(str(x))) for x in fact.aliases) if p]
+                self.keys = set(self.phrases)
                 self.number = canonical(n)
                 self.keys.add(str(abs(n)) if isinstance(n, int) else repr(abs(n)))
             self.day = date_of(fact.value)
@@ -151,8 +156,15 @@ class FactSet:
         if not text or not self.facts:
             return []
         # looked for as a reader sees it (escape sequences, invisible characters, full-width
-        # forms and look-alike letters do not hide a fact)
-        text = plain(text[:MAX_TEXT])
+        # forms, look-alike letters and markup do not hide a fact)
+        found: dict[int, Match] = {}
+        for seen in readings(text):
+            for m in self._find(seen, field, values, patterns):
+                found.setdefault(m.fact, m)
+        return [found[i] for i in sorted(found)]
+
+    def _find(self, text: str, field: str, values: bool | None,
+              patterns: bool | None) -> list[Match]:
         folded = fold(text)
         candidates = self._candidates(folded) if values is not False else set()
         if patterns is None:
@@ -194,7 +206,7 @@ class FactSet:
         texts = [v if isinstance(v, str) else _number_text(v) for _s, _f, v in places]
         if not texts or not self.facts:
             return []
-        seen = [plain(t[:MAX_TEXT]) for t in texts]  # as a reader sees them, as find does
+        seen = [r for t in texts for r in readings(t)]  # as a reader sees them, as find does
         values = self._values_may(fold("\x00".join(seen)))
         patterns: bool | None = False
         if self._patterns is not None:
@@ -209,15 +221,13 @@ def _number_text(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(value)
 
 
-def scalars(obj: Any, prefix: str, limit: int = MAX_SCALARS) -> Iterator[tuple[str, Any]]:
+def scalars(obj: Any, prefix: str) -> Iterator[tuple[str, Any]]:
     """(dotted path, scalar) of every string and number nested in `obj` (mapping keys too,
-    at the path of the value they hold), depth first, at most `limit`."""
+    at the path of the value they hold), depth first."""
     stack: list[tuple[str, Any]] = [(prefix, obj)]
-    n = 0
-    while stack and n < limit:
+    while stack:
         path, cur = stack.pop()
         if isinstance(cur, str) or (isinstance(cur, int | float) and not isinstance(cur, bool)):
-            n += 1
             yield path, cur
         elif isinstance(cur, dict):
             items = list(cur.items())

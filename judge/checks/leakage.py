@@ -41,8 +41,8 @@ from judge.ledger.leakage import Leakage
 from judge.ledger.scenario import Severity
 from judge.trace.model import EventData, EventKind
 
-#: exemptions remembered per session (then the oldest session is forgotten)
-MAX_SESSIONS = 1_000
+#: sessions whose exemptions are remembered (then the least recently used is forgotten)
+MAX_SESSIONS = 50_000
 MAX_EXEMPT = 100_000
 MAX_CALLS = 10_000
 MAX_NODES = 10_000
@@ -109,6 +109,7 @@ class StateLeakage(Check):
             found = table["facts"] = _Compiled(leakage)
         self._c: _Compiled | None = found
         self._memory_tools = ctx.rules.memory.tools
+        self._planned = frozenset(ctx.ledger.plan.ids)
         self._exempt: OrderedDict[str, set[Any]] = OrderedDict()
         self._calls: OrderedDict[str, Any] = OrderedDict()  # call_id (or tool) -> args
         self.checked = 0
@@ -117,11 +118,15 @@ class StateLeakage(Check):
         return self._c is not None and len(self._c.facts) > 0
 
     def _exempt_in(self, session: str) -> set[Any]:
+        """The exemptions of a session, made the most recently used (past MAX_SESSIONS the
+        least recently used session's are forgotten, not the oldest's)."""
         found = self._exempt.get(session)
         if found is None:
             if len(self._exempt) >= MAX_SESSIONS:
                 self._exempt.popitem(last=False)
             found = self._exempt[session] = set()
+        else:
+            self._exempt.move_to_end(session)
         return found
 
     @staticmethod
@@ -154,14 +159,15 @@ class StateLeakage(Check):
         memory = kind is EventKind.TOOL_CALL and bool(self._memory_tools) and any_glob(
             tool, self._memory_tools)
         self.checked += 1
-        exempt = self._exempt.get(session, set())
+        exempt = self._exempt_in(session) if session in self._exempt else set()
         seen: dict[int, tuple[str, Match]] = {}
         for surface, m in c.facts.scan(list(surfaces(ev, memory))):
             if m.fact in seen:
                 continue
             fact = c.facts.facts[m.fact]
-            if fact.ref[0] == "session" and fact.ref[2] == session:
-                continue  # that session's own fact, in that session
+            if fact.ref[0] == "session" and fact.ref[2] == session and session in self._planned:
+                continue  # that session's own fact, in that session (one the scenario plans:
+                # a label the plan does not check could make any event that session's)
             if self._token(m, fact) in exempt:
                 continue
             seen[m.fact] = (surface, m)

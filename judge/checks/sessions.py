@@ -32,7 +32,7 @@ from judge.ledger.scenario import Sensitivity, Severity
 from judge.trace.model import EventData, EventKind
 
 MIN_CHARS = 3
-MAX_SESSIONS = 1_000
+MAX_SESSIONS = 50_000
 MAX_EXEMPT = 100_000
 _VERB = {"reply": "states", "summary": "states", "tool_call": "passes",
          "memory_write": "stores"}
@@ -88,11 +88,15 @@ class SessionCarryover(Check):
         return found
 
     def _exempt_in(self, session: str) -> set[Any]:
+        """A session's exemptions, made the most recently used (the least recently used
+        session's are forgotten past MAX_SESSIONS)."""
         found = self._exempt.get(session)
         if found is None:
             if len(self._exempt) >= MAX_SESSIONS:
                 self._exempt.popitem(last=False)
             found = self._exempt[session] = set()
+        else:
+            self._exempt.move_to_end(session)
         return found
 
     def on_event(self, ev: EventData, ctx: CheckContext) -> None:

@@ -42,12 +42,16 @@ def numbers_in(text: str) -> Iterator[str]:
         yield m.group(0).rstrip(",.")
 
 
-_NUMBER_TOKEN = re.compile(r"(?<![\w.,])[$€£]?[+-]?\d[\d,]*(?:\.\d+)?(?!\w|[.,]\d)")
+#: a number standing alone: not glued to a letter or digit, and not a part of a date, a phone
+#: number or an id whose parts a `-` or `/` joins (`2024-05-27`, `800-555-4417`, `TCK-4417-B`)
+_NUMBER_TOKEN = re.compile(
+    r"(?<![\w.,])(?<!\w[-/])[$€£]?[+-]?\d[\d,]*(?:\.\d+)?(?!\w|[.,]\d|[-/]\w)")
 
 
 def number_tokens(text: str) -> Iterator[str]:
     """The numbers of `text` that stand as tokens of their own: `numbers_in` without those
-    glued to a letter or a digit (`a9999`, `4200x`)."""
+    glued to a letter or a digit (`a9999`, `4200x`) or joined by `-` or `/` into a date, a
+    phone number or an id; a sign is kept (`-27` is not 27)."""
     for m in _NUMBER_TOKEN.finditer(text):
         yield m.group(0).rstrip(",.")
 

@@ -21,10 +21,12 @@ import yaml
 
 from judge.checks.matching import any_glob
 from judge.checks.runner import CHECK_NAMES
+from judge.checks.textforms import fold
 from judge.data.builtin import prompts_dir as builtin_prompts_dir
 from judge.errors import InputError
 from judge.ledger.loader import LoadedScenario, _line_of
 from judge.ledger.scenario import ArgMatcher, EntryClass
+from judge.textview import plain
 
 BUILTIN_RUBRICS = frozenset({"scope_fidelity", "summary_fidelity"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -233,10 +235,11 @@ def validate_scenario(loaded: LoadedScenario,
                           f"record {rr.collection}/{rr.record} is not in the fixture")
     if sc.leakage is not None:
         key(("leakage", "key"), sc.leakage.key)
-        own = set(sc.leakage.user.ids)
+        # compared as the check compares them: folded, as a reader sees them
+        own = {fold(plain(str(x))) for x in sc.leakage.user.ids}
         for i, tenant in enumerate(sc.leakage.other_tenants):
             for j, fact in enumerate(tenant.facts):
-                if fact.value is not None and fact.value in own:
+                if fact.value is not None and fold(plain(str(fact.value))) in own:
                     p.add(("leakage", "other_tenants", i, "facts", j, "value"),
                           f"{fact.value!r} is one of leakage.user.ids: a fact cannot be both "
                           "the user's and another owner's")

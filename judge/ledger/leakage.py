@@ -21,10 +21,13 @@ RE2 (linear time: a trace cannot make one blow up), matched case-insensitively.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge.textview import plain
 
 #: RE2's memory budget for one pattern (as judge.redaction.rx)
 MAX_MEM = 32 << 20
@@ -57,22 +60,27 @@ class LeakFact(_Strict):
     def _not_bool(cls, v: Any) -> Any:
         if isinstance(v, bool):
             raise ValueError("a fact's value is a string or a number, not a boolean")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"a fact's value is a finite number, not {v}")
+        if isinstance(v, int) and abs(v) >= 2**53:
+            raise ValueError("a number this wide is not exact in a trace's JSON: write it as a "
+                             "string (in quotes)")
         return v
 
     @field_validator("aliases")
     @classmethod
     def _aliases(cls, values: list[str]) -> list[str]:
         for i, v in enumerate(values):
-            if not v.strip():
-                raise ValueError(f"alias {i}: an empty string")
+            if not plain(v).strip():
+                raise ValueError(f"alias {i}: an empty string (nothing a reader would see)")
         return values
 
     @model_validator(mode="after")
     def _one_test(self) -> LeakFact:
         if (self.value is None) == (self.pattern is None):
             raise ValueError("a fact needs exactly one of value or pattern")
-        if isinstance(self.value, str) and not self.value.strip():
-            raise ValueError("a fact's value is an empty string")
+        if isinstance(self.value, str) and not plain(self.value).strip():
+            raise ValueError("a fact's value is an empty string (nothing a reader would see)")
         if self.aliases and self.value is None:
             raise ValueError("aliases go with a value (a pattern has none)")
         if self.pattern is not None:
