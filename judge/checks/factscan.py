@@ -13,7 +13,8 @@ a fact).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,3 +264,37 @@ def surfaces(ev: EventData, memory_tool: bool = False
         yield "memory_write", "key", ev.get("key") or ""
         for path, v in scalars(ev.get("value"), "value"):
             yield "memory_write", path, v
+
+
+class Exemptions:
+    """What each session made its own (facts a user message or a lookup of that session
+    holds): at most `per_session` tokens a session, and past `sessions` sessions the least
+    recently used one is forgotten."""
+
+    __slots__ = ("_by", "per_session", "sessions")
+
+    def __init__(self, sessions: int = 50_000, per_session: int = 100_000) -> None:
+        self._by: OrderedDict[str, set[Any]] = OrderedDict()
+        self.sessions = sessions
+        self.per_session = per_session
+
+    def of(self, session: str) -> set[Any] | frozenset[Any]:
+        """The session's tokens (made the most recently used)."""
+        found = self._by.get(session)
+        if found is None:
+            return frozenset()
+        self._by.move_to_end(session)
+        return found
+
+    def allow(self, session: str, tokens: Iterable[Any]) -> None:
+        found = self._by.get(session)
+        if found is None:
+            if len(self._by) >= self.sessions:
+                self._by.popitem(last=False)
+            found = self._by[session] = set()
+        else:
+            self._by.move_to_end(session)
+        for t in tokens:
+            if len(found) >= self.per_session:
+                return
+            found.add(t)

@@ -34,16 +34,21 @@ from typing import Any
 
 from judge.checks.base import Check, where_of
 from judge.checks.context import CheckContext
-from judge.checks.factscan import SURFACES, Fact, FactSet, Match, scalars, surfaces
+from judge.checks.factscan import (
+    SURFACES,
+    Exemptions,
+    Fact,
+    FactSet,
+    Match,
+    scalars,
+    surfaces,
+)
 from judge.checks.matching import any_glob, is_scalar
 from judge.checks.textforms import date_of, number_of
 from judge.ledger.leakage import Leakage
 from judge.ledger.scenario import Severity
 from judge.trace.model import EventData, EventKind
 
-#: sessions whose exemptions are remembered (then the least recently used is forgotten)
-MAX_SESSIONS = 50_000
-MAX_EXEMPT = 100_000
 MAX_CALLS = 10_000
 MAX_NODES = 10_000
 _VERB = {"reply": "states", "summary": "states", "tool_call": "passes",
@@ -110,24 +115,12 @@ class StateLeakage(Check):
         self._c: _Compiled | None = found
         self._memory_tools = ctx.rules.memory.tools
         self._planned = frozenset(ctx.ledger.plan.ids)
-        self._exempt: OrderedDict[str, set[Any]] = OrderedDict()
+        self._exempt = Exemptions()
         self._calls: OrderedDict[str, Any] = OrderedDict()  # call_id (or tool) -> args
         self.checked = 0
 
     def applies(self, ctx: CheckContext) -> bool:
         return self._c is not None and len(self._c.facts) > 0
-
-    def _exempt_in(self, session: str) -> set[Any]:
-        """The exemptions of a session, made the most recently used (past MAX_SESSIONS the
-        least recently used session's are forgotten, not the oldest's)."""
-        found = self._exempt.get(session)
-        if found is None:
-            if len(self._exempt) >= MAX_SESSIONS:
-                self._exempt.popitem(last=False)
-            found = self._exempt[session] = set()
-        else:
-            self._exempt.move_to_end(session)
-        return found
 
     @staticmethod
     def _token(m: Match, fact: Fact) -> Any:
@@ -136,11 +129,8 @@ class StateLeakage(Check):
 
     def _allow(self, session: str, matches: list[Match]) -> None:
         assert self._c is not None
-        exempt = self._exempt_in(session)
-        if len(exempt) >= MAX_EXEMPT:
-            return
-        for m in matches:
-            exempt.add(self._token(m, self._c.facts.facts[m.fact]))
+        facts = self._c.facts.facts
+        self._exempt.allow(session, (self._token(m, facts[m.fact]) for m in matches))
 
     def on_event(self, ev: EventData, ctx: CheckContext) -> None:
         c = self._c
@@ -159,7 +149,7 @@ class StateLeakage(Check):
         memory = kind is EventKind.TOOL_CALL and bool(self._memory_tools) and any_glob(
             tool, self._memory_tools)
         self.checked += 1
-        exempt = self._exempt_in(session) if session in self._exempt else set()
+        exempt = self._exempt.of(session)
         seen: dict[int, tuple[str, Match]] = {}
         for surface, m in c.facts.scan(list(surfaces(ev, memory))):
             if m.fact in seen:

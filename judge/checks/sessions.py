@@ -19,12 +19,19 @@ scenario puts its turn in is bad input (the reviewed ledger does not describe th
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from judge.checks.base import SEVERITY_OF_SENSITIVITY, Check, where_of
 from judge.checks.context import CheckContext, remember
-from judge.checks.factscan import SURFACES, Fact, FactSet, Match, scalars, surfaces
+from judge.checks.factscan import (
+    SURFACES,
+    Exemptions,
+    Fact,
+    FactSet,
+    Match,
+    scalars,
+    surfaces,
+)
 from judge.checks.matching import any_glob, is_scalar
 from judge.errors import InputError
 from judge.ledger.reducer import Entry, LedgerSnapshot, expired_by_session
@@ -32,8 +39,6 @@ from judge.ledger.scenario import Sensitivity, Severity
 from judge.trace.model import EventData, EventKind
 
 MIN_CHARS = 3
-MAX_SESSIONS = 50_000
-MAX_EXEMPT = 100_000
 _VERB = {"reply": "states", "summary": "states", "tool_call": "passes",
          "memory_write": "stores"}
 
@@ -68,7 +73,7 @@ class SessionCarryover(Check):
         self._plan = ctx.ledger.plan
         self._memory_tools = ctx.rules.memory.tools
         self._by_snap: dict[int, FactSet] = ctx.shared.table("carryover.by_snap")
-        self._exempt: OrderedDict[str, set[Any]] = OrderedDict()
+        self._exempt = Exemptions()
         self.boundaries = 0
         self._session: str | None = None
 
@@ -85,18 +90,6 @@ class SessionCarryover(Check):
             turn = snap.turn
             found = remember(self._by_snap, id(snap), carried_facts(
                 snap, lambda e: expired_by_session(e, turn, self._plan)))
-        return found
-
-    def _exempt_in(self, session: str) -> set[Any]:
-        """A session's exemptions, made the most recently used (the least recently used
-        session's are forgotten past MAX_SESSIONS)."""
-        found = self._exempt.get(session)
-        if found is None:
-            if len(self._exempt) >= MAX_SESSIONS:
-                self._exempt.popitem(last=False)
-            found = self._exempt[session] = set()
-        else:
-            self._exempt.move_to_end(session)
         return found
 
     def on_event(self, ev: EventData, ctx: CheckContext) -> None:
@@ -133,7 +126,7 @@ class SessionCarryover(Check):
             return
         memory = kind is EventKind.TOOL_CALL and bool(self._memory_tools) and any_glob(
             ev.get("tool") or "", self._memory_tools)
-        exempt = self._exempt.get(session, set())
+        exempt = self._exempt.of(session)
         seen: dict[int, tuple[str, str]] = {}
         for surface, m in facts.scan(list(surfaces(ev, memory))):
             if m.fact not in seen and facts.facts[m.fact].ref not in exempt:
@@ -145,9 +138,7 @@ class SessionCarryover(Check):
             self._report(ev, entry, fact, surface, fld, session)
 
     def _allow(self, session: str, facts: FactSet, found: list[Match]) -> None:
-        exempt = self._exempt_in(session)
-        if len(exempt) < MAX_EXEMPT:
-            exempt.update(facts.facts[m.fact].ref for m in found)
+        self._exempt.allow(session, (facts.facts[m.fact].ref for m in found))
 
     def _report(self, ev: EventData, entry: Entry, fact: Fact, surface: str, fld: str,
                 session: str) -> None:
