@@ -13,6 +13,7 @@ from align_sim import seed_database
 from typer.testing import CliRunner
 
 from judge.cli.main import app
+from judge.prompts import load_prompt
 from judge.store import open_store
 
 TASKS = [str(t) for t in range(40)]
@@ -65,3 +66,30 @@ def test_a_reused_version_name_is_another_run_never_a_mix(db: str, tmp_path: Pat
                          "--format", "json")
     assert code == 0, err
     assert json.loads(out)["new"]["prompt_hash"] == second["candidate"]["hash"]
+
+
+HOSTILE = "title \x1b]0;PWNED\x07 clear \x1b[2J csi \x9b1m bidi \u202e zw \u200b del \x7f"
+
+
+def test_trace_text_is_written_escaped_into_the_version_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.align.candidate import propose
+
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    parent = load_prompt("scope_fidelity")
+    addition = f"Worked examples:\n\n\tan example: {HOSTILE}\n\n1. a rule: {HOSTILE}"
+    record = {"parent": parent.version, "parent_hash": parent.hash, "model": "heuristic",
+              "method": "fewshot", "split": {"seed": 0}, "train_items": ["a"],
+              "examples": ["a"]}
+    prompt, written = propose(parent, addition, record)
+    assert written
+    raw = prompt.path.read_bytes()
+    for bad in (b"\x1b", b"\x07", "\x9b".encode(), "\u202e".encode(), "\u200b".encode(),
+                b"\x7f"):
+        assert bad not in raw, bad
+    text = raw.decode("utf-8")
+    assert r"\x1b]0;PWNED\x07" in text and r"\x1b[2J" in text and r"\u202e" in text
+    assert "\n\tan example:" in text  # line breaks and tabs stay as they are
+    # the same proposal again reuses the draft (what is compared is what was written)
+    again, written = propose(parent, addition, record)
+    assert not written and again.path == prompt.path and again.hash == prompt.hash

@@ -3,7 +3,9 @@
 `<user prompts dir>/<rubric>/v(N+1).md`, N the highest version of the rubric in any source
 (drafts included). Its body is the parent's, with the proposal added at the end of the
 system message (examples and/or rules); its front matter is the parent's fields, then
-`status: draft` and the `aligned` record (docs/formats.md, "Aligned prompt versions"). Every
+`status: draft` and the `aligned` record (docs/formats.md, "Aligned prompt versions"). The
+proposal's control and format characters (trace text) are written as escapes
+(judge.safe_text.visible; line breaks and tabs kept). Every
 string in the record is a plain word (`v3`, `fewshot`) or a double-quoted YAML scalar with
 everything outside printable ASCII escaped, so no item id can end the front matter, add a
 field or hide a character.
@@ -40,6 +42,7 @@ from judge.prompts.files import (
     rubric_versions,
     user_prompts_dir,
 )
+from judge.safe_text import visible
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 
@@ -100,7 +103,11 @@ def candidate_text(parent: Prompt, version: str, addition: str,
         *emit(record, 2),
         "---",
     ]
-    body = ["=== system ===", parent.system.rstrip("\n"), "", addition.rstrip("\n"),
+    # the examples and rules hold trace text: its control and format characters (ESC, BEL,
+    # bidi overrides, zero-width spaces) are written as escapes, so `cat` or `git diff` of
+    # the committed file shows them instead of acting on them
+    shown = visible(addition.rstrip("\n"), keep="\n\t")
+    body = ["=== system ===", parent.system.rstrip("\n"), "", shown,
             "=== user ===", parent.user.rstrip("\n")]
     return "\n".join(front + body) + "\n"
 
