@@ -93,3 +93,41 @@ def test_trace_text_is_written_escaped_into_the_version_file(
     # the same proposal again reuses the draft (what is compared is what was written)
     again, written = propose(parent, addition, record)
     assert not written and again.path == prompt.path and again.hash == prompt.hash
+
+
+@pytest.mark.parametrize("make", [
+    lambda base: base / "missing" / "prompts",          # parent missing
+    lambda base: base / "pd" / ".." / "pd2" / ".." / "pd3",  # would create pd and pd2
+])
+def test_a_prompts_dir_whose_parent_is_missing_is_refused_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: object) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    target = make(base)  # type: ignore[operator]
+    dbfile = tmp_path / "never.db"
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(target))
+    code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic",
+                         "--db", f"sqlite:///{dbfile}")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "JUDGE_PROMPTS_DIR" in err and "does not exist" in err
+    assert not dbfile.exists()  # refused before the database was opened
+    assert sorted(p.name for p in base.iterdir()) == []  # nothing created
+
+
+def test_a_prompts_dir_that_is_a_file_is_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "file"))
+    code, _, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic",
+                       "--db", f"sqlite:///{tmp_path / 'never.db'}")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a directory" in err
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_only_the_last_directory_is_created(db: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "new"))
+    code, report, err = align()
+    assert code == 0, err
+    assert Path(report["candidate"]["path"]) == tmp_path / "new" / "scope_fidelity" / "v4.md"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from judge.align.candidate import accept as accept_draft
-from judge.align.candidate import inherited_items, propose
+from judge.align.candidate import inherited_items, prompts_root, propose
 from judge.align.decide import decide, held_out_gain, probe_changes
 from judge.align.examples import (
     DEFAULT_MAX_EXAMPLES,
@@ -295,6 +295,7 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
 
     options = options or AlignOptions()
     options.check()
+    prompts_root()  # where the draft goes, before the train items are graded
     found = labelled_items(store, rubric)
     if not found.items:
         extra = f" ({len(found.missing)} labelled items are not stored)" if found.missing else ""

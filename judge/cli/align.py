@@ -16,7 +16,8 @@ lies above 0 and no probe rate got worse beyond its interval.
 Exit 0 with the report (a measurement, whatever it shows); with `--accept`, 1 when the
 candidate was not accepted (a gate that failed; the draft stays and the report says why);
 2 for bad input: too few labels (saying how many more), an unknown rubric or version, no
-user prompts directory, a heuristic judge asked for rules.
+user prompts directory (or one whose parent is missing: checked before the database or any
+model call), a heuristic judge asked for rules.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def align(
     """Propose a better prompt from the items where the judge disagreed with people, and prove it on held-out labels."""  # noqa: E501
     with cli_errors():
         from judge.align import AlignOptions, align_rubric
+        from judge.align.candidate import prompts_root
         from judge.align.split import MIN_PER_CLASS
         from judge.cli.database import open_database
         from judge.grading.jury import build_judges
@@ -92,6 +94,7 @@ def align(
         settings = Settings.load(model=model, base_url=base_url, database_url=db,
                                  jury=jury_list(jury), samples=samples, temperature=temperature)
         start = load_prompt(rubric, parent)  # an unknown rubric or version: before the db
+        prompts_root()  # where the draft goes: checked before the db and any model call
         spec = settings.model or default_model_spec(settings)
         built = [build_judges(settings, spec)]  # a spec that cannot work fails before the db
 
