@@ -131,3 +131,21 @@ def test_only_the_last_directory_is_created(db: str, tmp_path: Path,
     code, report, err = align()
     assert code == 0, err
     assert Path(report["candidate"]["path"]) == tmp_path / "new" / "scope_fidelity" / "v4.md"
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296", "nope"])
+def test_the_seed_is_range_checked_by_name(seed: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic",
+                         "--seed", seed, "--db", f"sqlite:///{tmp_path / 'never.db'}")
+    assert code == 2 and out == ""
+    assert "--seed" in err and "internal error" not in err and "Traceback" not in err
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_the_largest_seed_is_accepted() -> None:
+    from judge.cli.numbers import integer
+
+    assert integer(0, 2**32 - 1)("4294967295") == 2**32 - 1
+    assert integer(0, 2**32 - 1)(" 0 ") == 0

@@ -38,7 +38,7 @@ from judge.cli.common import (
     warn,
 )
 from judge.cli.console import echo, field
-from judge.cli.numbers import float_option
+from judge.cli.numbers import SEED_MAX, float_option, int_option
 
 
 class OutputFormat(StrEnum):
@@ -67,7 +67,8 @@ def align(
     accept: bool = typer.Option(False, "--accept", help="make the candidate the default if "
                                 "the held-out gain's interval lies above 0 and no probe "
                                 "rate got worse (else exit 1, the draft kept)"),
-    seed: int = typer.Option(0, "--seed", help="split seed (recorded in the new version)"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX,
+                           help="split seed (recorded in the new version)"),
     held_out: float = float_option(0.5, "--held-out", lo=0.0, hi=0.5, lo_open=True,
                                    help="share held out: one fold of round(1/share)"),
     budget: int = typer.Option(3000, "--budget", min=1,
