@@ -13,6 +13,7 @@ from align_sim import seed_database
 from typer.testing import CliRunner
 
 from judge.cli.main import app
+from judge.formats import HumanLabel
 from judge.prompts import load_prompt
 from judge.store import open_store
 
@@ -149,3 +150,20 @@ def test_the_largest_seed_is_accepted() -> None:
 
     assert integer(0, 2**32 - 1)("4294967295") == 2**32 - 1
     assert integer(0, 2**32 - 1)(" 0 ") == 0
+
+
+def test_the_report_counts_tied_labels(db: str) -> None:
+    with open_store(db) as store:
+        gold = sorted(store.labels_for(rubric="scope_fidelity"), key=lambda lab: lab.item_id)[0]
+        other = "pass" if gold.label == "fail" else "fail"
+        assert gold.annotator != "second-reviewer"
+        store.add_labels([HumanLabel(item_id=gold.item_id, label=other,
+                                     annotator="second-reviewer")])  # one each way: a tie
+    code, report, err = align()
+    assert code == 0, err
+    assert report["labels"]["n_tied"] == 1
+    with open_store(db) as store:
+        assert store.get_run(report["run_id"])["summary"]["labels"]["n_tied"] == 1
+    code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic")
+    assert code == 0, err
+    assert "1 tied" in out

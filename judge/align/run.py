@@ -379,7 +379,9 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
         "parent": {"version": parent.version, "hash": parent.hash, "path": str(parent.path)},
         "labels": {"n_labelled": len(found.items), "n_missing_items": len(found.missing),
                    "pass": Counter(labels.values()).get("pass", 0),
-                   "fail": Counter(labels.values()).get("fail", 0)},
+                   "fail": Counter(labels.values()).get("fail", 0),
+                   # annotators split evenly: no reference label, so in neither split
+                   "n_tied": refset.n_tied},
         "split": split.record(labels),
         "train": mining.to_dict(),
         "proposal": {

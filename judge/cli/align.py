@@ -161,9 +161,13 @@ def render_text(r: dict[str, Any]) -> str:
     p = r["parent"]
     s = r["split"]
     t = r["train"]
+    lab = r["labels"]
     lines = [
         f"judge align: rubric {field(r['rubric'])}, model {field(r['model'])}, method "
         f"{r['method']}, from {field(p['version'])} ({p['hash']})",
+        f"labels: {lab['n_labelled']} items with a pass/fail reference ({lab['fail']} fail, "
+        f"{lab['pass']} pass); {lab.get('n_tied', 0)} tied (annotators split evenly: left "
+        f"out), {lab['n_missing_items']} labelled items not stored",
         f"split (seed {s['seed']}, grouped by {s['grouped_by']}): train {s['train']['n']} "
         f"({s['train']['fail']} fail, {s['train']['pass']} pass, {s['train']['groups']} "
         f"groups), held out {s['held_out']['n']} ({s['held_out']['fail']} fail, "
