@@ -167,3 +167,21 @@ def test_the_report_counts_tied_labels(db: str) -> None:
     code, out, err = run("align", "--rubric", "scope_fidelity", "--model", "heuristic")
     assert code == 0, err
     assert "1 tied" in out
+
+
+def test_traces_grouped_by_a_shared_customer_through_task_id_never_straddle() -> None:
+    """What the README says to do: a customer's id as `metadata.task_id` keeps every item of
+    that customer, whatever its task, on one side."""
+    from judge.align.split import group_of, split_items
+
+    labels, groups, customer = {}, {}, {}
+    for n in range(120):
+        item_id = f"t{n}#1:scope_fidelity"
+        cust = f"cust{n % 30}"
+        labels[item_id] = "fail" if n % 3 else "pass"
+        groups[item_id] = group_of(f"tau/{n}", {"task_id": cust})
+        customer[item_id] = cust
+    split = split_items(labels, groups, rubric="scope_fidelity", seed=3, min_per_class=5)
+    train = {customer[i] for i in split.train}
+    held = {customer[i] for i in split.held_out}
+    assert train and held and not train & held
