@@ -60,3 +60,13 @@ def test_the_align_section_runs(tmp_path: Path) -> None:
     assert "reused the identical draft" in again and "stays a draft" in again
     assert "+status: draft" in diff and "+Worked examples." in diff
     assert not (tmp_path / "out" / "prompts" / "scope_fidelity" / "v5.md").exists()
+
+
+def test_the_align_section_says_what_the_split_groups_by() -> None:
+    """The split groups by trace and task only (judge.align.split.group_of): the section
+    says items sharing a user across tasks can sit on both sides, and how to group them."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = " ".join(text.split(SECTION, 1)[1].split("\n## ", 1)[0].split())
+    assert "The split groups by trace and by task only." in section
+    assert "the held-out gain is optimistic" in section
+    assert "`metadata.task_id` set to the shared unit" in section

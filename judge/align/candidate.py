@@ -3,7 +3,9 @@
 `<user prompts dir>/<rubric>/v(N+1).md`, N the highest version of the rubric in any source
 (drafts included). Its body is the parent's, with the proposal added at the end of the
 system message (examples and/or rules); its front matter is the parent's fields, then
-`status: draft` and the `aligned` record (docs/formats.md, "Aligned prompt versions"). Every
+`status: draft` and the `aligned` record (docs/formats.md, "Aligned prompt versions"). The
+proposal's control and format characters (trace text) are written as escapes
+(judge.safe_text.visible; line breaks and tabs kept). Every
 string in the record is a plain word (`v3`, `fewshot`) or a double-quoted YAML scalar with
 everything outside printable ASCII escaped, so no item id can end the front matter, add a
 field or hide a character.
@@ -40,6 +42,7 @@ from judge.prompts.files import (
     rubric_versions,
     user_prompts_dir,
 )
+from judge.safe_text import visible
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 
@@ -100,7 +103,11 @@ def candidate_text(parent: Prompt, version: str, addition: str,
         *emit(record, 2),
         "---",
     ]
-    body = ["=== system ===", parent.system.rstrip("\n"), "", addition.rstrip("\n"),
+    # the examples and rules hold trace text: its control and format characters (ESC, BEL,
+    # bidi overrides, zero-width spaces) are written as escapes, so `cat` or `git diff` of
+    # the committed file shows them instead of acting on them
+    shown = visible(addition.rstrip("\n"), keep="\n\t")
+    body = ["=== system ===", parent.system.rstrip("\n"), "", shown,
             "=== user ===", parent.user.rstrip("\n")]
     return "\n".join(front + body) + "\n"
 
@@ -117,14 +124,30 @@ def inherited_items(parent: Prompt) -> list[str]:
     return sorted({str(i) for i in found})
 
 
-def target_dir(rubric: str) -> Path:
-    """Where new versions of `rubric` go: the user prompts directory's rubric folder."""
+def prompts_root() -> Path:
+    """The user prompts directory new versions go into, checked before any work: set, a
+    directory if it exists, else one whose parent exists (judge align creates the directory
+    itself and the rubric's folder in it, never a missing parent: a mistyped path such as
+    `pd/../pd2/../pd3` or `/nonexistent/x/y` is refused, not made). ConfigError otherwise."""
     root = user_prompts_dir()
     if root is None:
         raise ConfigError("judge align writes the new prompt version into the user prompts "
                           "directory, and none is set: set JUDGE_PROMPTS_DIR (or prompts_dir "
                           "in judge.toml), e.g. JUDGE_PROMPTS_DIR=prompts")
-    return root / rubric
+    where = f"the user prompts directory {str(root)!r} (JUDGE_PROMPTS_DIR or prompts_dir)"
+    if root.exists():
+        if not root.is_dir():
+            raise ConfigError(f"{where} is not a directory")
+    elif not root.parent.is_dir():
+        raise ConfigError(f"{where}: its parent {str(root.parent)!r} does not exist; judge "
+                          "align creates only the last directory (create the parent, or "
+                          "point JUDGE_PROMPTS_DIR at an existing directory)")
+    return root
+
+
+def target_dir(rubric: str) -> Path:
+    """Where new versions of `rubric` go: the user prompts directory's rubric folder."""
+    return prompts_root() / rubric
 
 
 def same_proposal(a: Prompt, text: str) -> bool:
@@ -150,11 +173,13 @@ def earlier_version(parent: Prompt, text_for: Any) -> Prompt | None:
 
 
 def write_new(path: Path, text: str) -> None:
-    """Create `path` with `text`; never replaces an existing file (ConfigError if there is
-    one, whoever made it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Create `path` (`<prompts dir>/<rubric>/<version>.md`) with `text`, making at most the
+    prompts directory and the rubric's folder; never replaces an existing file (ConfigError
+    if there is one, whoever made it)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
+        path.parent.parent.mkdir(exist_ok=True)  # the prompts directory (its parent exists)
+        path.parent.mkdir(exist_ok=True)  # the rubric's folder
         with open(tmp, "x", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()

@@ -19,8 +19,10 @@ held-out split, accepted only when it is shown better.
    fit` runs on it.
 
 The held-out verdicts of both versions are stored under the run `align/<rubric>/<candidate
-version>/<model>` (config kind `align`; the report is its summary), so `judge calibrate
-compare` can read them.
+version>/<candidate hash>/<model>` (config kind `align`; the report is its summary), so `judge
+calibrate compare` can read them. The hash is in the id so that a stored run never mixes
+prompts: a version name reused for another text (a deleted draft written again, another
+prompts directory) is another run, not more verdicts under the first one's summary.
 
 Each grading phase asks `judges()` for a fresh provider and closes it: the probes run their
 own event loop, and an SDK client is bound to the loop it was first used in.
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from judge.align.candidate import accept as accept_draft
-from judge.align.candidate import inherited_items, propose
+from judge.align.candidate import inherited_items, prompts_root, propose
 from judge.align.decide import decide, held_out_gain, probe_changes
 from judge.align.examples import (
     DEFAULT_MAX_EXAMPLES,
@@ -87,8 +89,9 @@ Phases = Callable[[str, int], Callable[..., None]]
 Judges = Callable[[], "tuple[Provider, Jury | None]"]
 
 
-def align_run_id(rubric: str, version: str, model: str) -> str:
-    return f"{RUN_PREFIX}{rubric}/{version}/{model}"
+def align_run_id(rubric: str, version: str, prompt_hash: str, model: str) -> str:
+    """The run of one candidate: its version name alone may name another text later."""
+    return f"{RUN_PREFIX}{rubric}/{version}/{prompt_hash}/{model}"
 
 
 @dataclass
@@ -292,6 +295,7 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
 
     options = options or AlignOptions()
     options.check()
+    prompts_root()  # where the draft goes, before the train items are graded
     found = labelled_items(store, rubric)
     if not found.items:
         extra = f" ({len(found.missing)} labelled items are not stored)" if found.missing else ""
@@ -375,7 +379,9 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
         "parent": {"version": parent.version, "hash": parent.hash, "path": str(parent.path)},
         "labels": {"n_labelled": len(found.items), "n_missing_items": len(found.missing),
                    "pass": Counter(labels.values()).get("pass", 0),
-                   "fail": Counter(labels.values()).get("fail", 0)},
+                   "fail": Counter(labels.values()).get("fail", 0),
+                   # annotators split evenly: no reference label, so in neither split
+                   "n_tied": refset.n_tied},
         "split": split.record(labels),
         "train": mining.to_dict(),
         "proposal": {
@@ -452,7 +458,7 @@ def align_rubric(store: Store, rubric: str, judges: Judges, settings: Settings, 
     from judge.calibration.lookup import find_calibration
 
     calibrated = find_calibration(store, rubric, candidate.hash, model) is not None
-    run_id = align_run_id(rubric, candidate.version, model)
+    run_id = align_run_id(rubric, candidate.version, candidate.hash, model)
     report.update(
         candidate={"version": candidate.version, "hash": candidate.hash,
                    "path": str(candidate.path), "written": written,

@@ -16,7 +16,8 @@ lies above 0 and no probe rate got worse beyond its interval.
 Exit 0 with the report (a measurement, whatever it shows); with `--accept`, 1 when the
 candidate was not accepted (a gate that failed; the draft stays and the report says why);
 2 for bad input: too few labels (saying how many more), an unknown rubric or version, no
-user prompts directory, a heuristic judge asked for rules.
+user prompts directory (or one whose parent is missing: checked before the database or any
+model call), a heuristic judge asked for rules.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from judge.cli.common import (
     warn,
 )
 from judge.cli.console import echo, field
-from judge.cli.numbers import float_option
+from judge.cli.numbers import SEED_MAX, float_option, int_option
 
 
 class OutputFormat(StrEnum):
@@ -66,7 +67,8 @@ def align(
     accept: bool = typer.Option(False, "--accept", help="make the candidate the default if "
                                 "the held-out gain's interval lies above 0 and no probe "
                                 "rate got worse (else exit 1, the draft kept)"),
-    seed: int = typer.Option(0, "--seed", help="split seed (recorded in the new version)"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX,
+                           help="split seed (recorded in the new version)"),
     held_out: float = float_option(0.5, "--held-out", lo=0.0, hi=0.5, lo_open=True,
                                    help="share held out: one fold of round(1/share)"),
     budget: int = typer.Option(3000, "--budget", min=1,
@@ -82,6 +84,7 @@ def align(
     """Propose a better prompt from the items where the judge disagreed with people, and prove it on held-out labels."""  # noqa: E501
     with cli_errors():
         from judge.align import AlignOptions, align_rubric
+        from judge.align.candidate import prompts_root
         from judge.align.split import MIN_PER_CLASS
         from judge.cli.database import open_database
         from judge.grading.jury import build_judges
@@ -92,6 +95,7 @@ def align(
         settings = Settings.load(model=model, base_url=base_url, database_url=db,
                                  jury=jury_list(jury), samples=samples, temperature=temperature)
         start = load_prompt(rubric, parent)  # an unknown rubric or version: before the db
+        prompts_root()  # where the draft goes: checked before the db and any model call
         spec = settings.model or default_model_spec(settings)
         built = [build_judges(settings, spec)]  # a spec that cannot work fails before the db
 
@@ -157,9 +161,13 @@ def render_text(r: dict[str, Any]) -> str:
     p = r["parent"]
     s = r["split"]
     t = r["train"]
+    lab = r["labels"]
     lines = [
         f"judge align: rubric {field(r['rubric'])}, model {field(r['model'])}, method "
         f"{r['method']}, from {field(p['version'])} ({p['hash']})",
+        f"labels: {lab['n_labelled']} items with a pass/fail reference ({lab['fail']} fail, "
+        f"{lab['pass']} pass); {lab.get('n_tied', 0)} tied (annotators split evenly: left "
+        f"out), {lab['n_missing_items']} labelled items not stored",
         f"split (seed {s['seed']}, grouped by {s['grouped_by']}): train {s['train']['n']} "
         f"({s['train']['fail']} fail, {s['train']['pass']} pass, {s['train']['groups']} "
         f"groups), held out {s['held_out']['n']} ({s['held_out']['fail']} fail, "

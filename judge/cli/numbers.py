@@ -66,3 +66,38 @@ def float_option(default: float | EllipsisType | None, *decls: str, lo: float | 
     range as the metavar (`<number in [0, 2]>`)."""
     parse = number(lo, hi, lo_open=lo_open, hi_open=hi_open)
     return typer.Option(default, *decls, parser=parse, metavar=f"<{parse.__name__}>", **kwargs)
+
+
+#: The largest seed numpy's generators take (`--seed`: 0 .. 2**32 - 1).
+SEED_MAX = 2**32 - 1
+
+
+def integer(lo: int, hi: int) -> Callable[[str], int]:
+    """A typer `parser=`: the option's text as a whole number in [lo, hi], else a
+    BadParameter (exit 2) that names the range, as `number` does for floats."""
+    span = f"[{lo}, {hi}]"
+
+    def parse(text: str | int) -> int:
+        if isinstance(text, int) and not isinstance(text, bool):
+            value = text  # a default, already a number
+        else:
+            raw = str(text).strip()
+            try:
+                value = int(raw)
+            except ValueError:
+                raise typer.BadParameter(f"{_quote(raw)} is not a whole number; expected one "
+                                         f"in {span}") from None
+        if not lo <= value <= hi:
+            raise typer.BadParameter(f"{value} is not in {span}")
+        return value
+
+    parse.__name__ = f"integer in {span}"
+    return parse
+
+
+def int_option(default: int | EllipsisType | None, *decls: str, lo: int, hi: int,
+               **kwargs: Any) -> Any:
+    """A `typer.Option` for a whole number in [lo, hi]; its help shows the range as the
+    metavar (`<integer in [0, 4294967295]>`)."""
+    parse = integer(lo, hi)
+    return typer.Option(default, *decls, parser=parse, metavar=f"<{parse.__name__}>", **kwargs)
