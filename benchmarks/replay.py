@@ -64,6 +64,11 @@ BIN = Path(sys.executable).parent
 MODEL = "openai:bench-judge"
 #: also time the replaying client over aiohttp (--aiohttp-client)
 AIOHTTP_CLIENT = False
+#: judge's settings cache across runs (--cache): "shared" (one for every run: the first
+#: measured round meets the server afresh, the later ones find its structured-output mode
+#: kept), "cold" (an empty one for every judge run: every round is a first contact) or
+#: "warm" (shared, and each judge tree runs once, unmeasured, before the rounds)
+CACHE = "shared"
 
 
 # -- the server (its own process) -----------------------------------------------------------
@@ -156,8 +161,10 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> Timed:
     return Timed(wall, usage.ru_utime + usage.ru_stime, os.getloadavg()[0], stdout)
 
 
-def env_for(base_url: str, home: Path, tree: Path = ROOT) -> dict[str, str]:
-    env = {**os.environ, "OPENAI_BASE_URL": base_url, "XDG_CACHE_HOME": str(home / "cache"),
+def env_for(base_url: str, home: Path, tree: Path = ROOT, cache: Path | None = None
+            ) -> dict[str, str]:
+    env = {**os.environ, "OPENAI_BASE_URL": base_url,
+           "XDG_CACHE_HOME": str(cache or home / "cache"),
            "PYTHONPATH": str(tree)}
     for name in ("JUDGE_DATABASE_URL", "OPENAI_API_KEY", "JUDGE_RESPONSE_FORMAT"):
         env.pop(name, None)
@@ -241,13 +248,22 @@ def compare(name: str, judge_cmd: Any, bodies: Path, latency: float, concurrency
     clients = ["replay", *(["replay-aiohttp"] if AIOHTTP_CLIENT else [])]
     runs: dict[str, list[Timed]] = {**{who: [] for who in judges}, **{c: [] for c in clients}}
     with server(latency) as url:
+        if CACHE == "warm":  # each tree meets the server once, unmeasured
+            for tree in judges.values():
+                db, out = tmp / f"{name}-warmup.db", tmp / f"{name}-warmup.jsonl"
+                timed(judge_cmd(db, out), env_for(url, tmp, tree), tmp)
+                for p in (db, out):
+                    p.unlink(missing_ok=True)
         for k in range(rounds):
             line = []
             for who, tree in judges.items():
                 db, out = tmp / f"{name}-{k}.db", tmp / f"{name}-{k}.jsonl"
-                t = timed(judge_cmd(db, out), env_for(url, tmp, tree), tmp)
+                cache = tmp / f"cache-{name}-{who}-{k}" if CACHE == "cold" else tmp / "cache"
+                kept = "kept" if kept_mode(cache, url) else "none kept"
+                t = timed(judge_cmd(db, out), env_for(url, tmp, tree, cache), tmp)
                 runs[who].append(t)
-                line.append(f"{who} {t.wall:.2f} s wall, {t.cpu:.2f} s CPU (load {t.load:.2f})")
+                line.append(f"{who} {t.wall:.2f} s wall, {t.cpu:.2f} s CPU (load {t.load:.2f}; "
+                            f"mode {kept})")
                 for p in (db, out):
                     p.unlink(missing_ok=True)
             for c in clients:
@@ -279,6 +295,14 @@ def compare(name: str, judge_cmd: Any, bodies: Path, latency: float, concurrency
                 speed_aiohttp=median([r.wall / j.wall for j, r in zip(ts, aio, strict=True)]),
                 cpu_ratio_aiohttp=median([j.cpu / r.cpu for j, r in zip(ts, aio, strict=True)]))
     return out
+
+
+def kept_mode(cache: Path, url: str) -> bool:
+    """Whether judge's settings cache holds a structured-output mode for this server."""
+    try:
+        return url.removesuffix("/v1") in (cache / "judge" / "response-formats.json").read_text()
+    except OSError:
+        return False
 
 
 def capture(judge_cmd: Any, latency: float, tmp: Path, name: str) -> tuple[Path, int]:
@@ -404,11 +428,17 @@ def main() -> None:
     ap.add_argument("--aiohttp-client", action="store_true",
                     help="also time the replaying client over aiohttp (the SDK's "
                     "DefaultAioHttpClient, the transport judge sends through), interleaved")
+    ap.add_argument("--cache", choices=["shared", "cold", "warm"], default="shared",
+                    help="judge's settings cache (where the server's structured-output mode "
+                    "is kept): shared by every run (round 1 meets the server afresh, later "
+                    "rounds find the mode kept), an empty one per judge run (cold), or shared "
+                    "after one unmeasured run per judge tree (warm)")
     args = ap.parse_args()
-    global AIOHTTP_CLIENT
+    global AIOHTTP_CLIENT, CACHE
     AIOHTTP_CLIENT = args.aiohttp_client
+    CACHE = args.cache
     want = set(args.only or ["grading", "nightly"])
-    print(f"{load_now()} on {os.cpu_count()} cores", flush=True)
+    print(f"{load_now()} on {os.cpu_count()} cores; settings cache: {CACHE}", flush=True)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="judge-replay-") as d, \
             trees(args.baseline) as judges:

@@ -1,7 +1,8 @@
 """The structured-output ladder, through the real openai SDK against the fake server
 imitating each kind of OpenAI-compatible server (judge.testing.dialects): the mode is found
-from the first refusal, once per endpoint and model, remembered, said once, and fixed by the
-setting; a refusal no mode cures fails fast."""
+from the first refusal, once per endpoint and model, remembered (a mode that answered at once
+too, quietly), said once, and fixed by the setting; a remembered mode goes out at once, and
+found again when the server now refuses it; a refusal no mode cures fails fast."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ async def test_llama_cpp_python_refusal_finds_json_mode_once_and_remembers_it(
     # remembered for this endpoint and model: a new provider (a later run) starts there
     assert memory.get(judge.endpoint, "gemma-270m") == "json_object"
     later = judge_at(llama, memory, notices)
-    assert later.response_format == "json_object"
+    assert later.response_format == "json_object" and later.ladder.settled
     assert (await later.generate(REQ)).calls == 1
     assert modes(llama)[3:] == ["json_object"] and len(notices) == 1
     await later.aclose()
@@ -108,11 +109,91 @@ async def test_lm_studio_and_openai_take_json_schema_at_once(memory: FormatMemor
     for dialect in (dialects.LM_STUDIO, dialects.OPENAI):
         with serve(dialect) as srv:
             judge = judge_at(srv, memory, notices)
+            assert not judge.ladder.settled  # a server never met: found by its first reply
             response = await judge.generate(REQ)
             assert response.calls == 1 and modes(srv) == ["json_schema"]
             assert judge.response_format == "json_schema" and judge.ladder.settled
+            # remembered, quietly, so that the next run sends in it at once
+            assert memory.get(judge.endpoint, "gemma-270m") == "json_schema"
+            assert judge_at(srv, memory, notices).ladder.settled
             await judge.aclose()
-    assert notices == [] and not memory.path.exists()  # type: ignore[union-attr]
+    assert notices == []
+
+
+@pytest.mark.parametrize("base_url", [None, "https://api.openai.com/v1"])
+def test_openai_itself_starts_settled_on_json_schema(base_url: str | None,
+                                                     memory: FormatMemory) -> None:
+    judge = OpenAIProvider("gpt-4o-mini", api_key="sk-test", base_url=base_url,
+                           memory=memory, on_notice=[].append)
+    assert judge.ladder.settled and not judge.ladder.confirmed
+    assert judge.response_format == "json_schema"
+    # a mode kept for it comes first (found there by a refusal before)
+    memory.put(judge.endpoint, "gpt-4o-mini", "json_object", "json_schema refused: x")
+    again = OpenAIProvider("gpt-4o-mini", api_key="sk-test", base_url=base_url,
+                           memory=memory, on_notice=[].append)
+    assert again.ladder.settled and again.response_format == "json_object"
+
+
+async def test_a_remembered_mode_goes_out_concurrently(memory: FormatMemory,
+                                                       notices: list[str]) -> None:
+    """A later run (a new provider) in a remembered mode: N requests are all sent before
+    the first answer comes back (no wave of its own for the first request)."""
+    with serve(dialects.LLAMA_CPP_PYTHON, latency=0.3) as srv:
+        memory.put(srv.openai_base_url, "gemma-270m", "json_object", "json_schema refused")
+        judge = judge_at(srv, memory, notices)
+        assert judge.ladder.settled and judge.response_format == "json_object"
+        sent_at_first_answer: list[int] = []
+
+        async def one() -> int:
+            response = await judge.generate(REQ)
+            if not sent_at_first_answer:
+                sent_at_first_answer.append(srv.count("chat"))
+            return response.calls
+
+        calls = await asyncio.gather(*(one() for _ in range(8)))
+        assert sent_at_first_answer == [8] and calls == [1] * 8
+        assert modes(srv) == ["json_object"] * 8 and notices == []
+        assert judge.ladder.confirmed
+        await judge.aclose()
+
+
+async def test_a_remembered_mode_the_server_now_refuses_is_found_again(
+        llama: FakeProviderServer, memory: FormatMemory, notices: list[str]) -> None:
+    """The server changed since (json_schema was kept; it is llama-cpp-python now): the
+    requests sent at once in it are refused, one walk from the rung below finds json_object,
+    and every item is answered in at most 2 calls."""
+    memory.put(llama.openai_base_url, "gemma-270m", "json_schema", "answered")
+    judge = judge_at(llama, memory, notices)
+    assert judge.ladder.settled
+    answers = await asyncio.gather(*(judge.generate(REQ) for _ in range(6)))
+    assert [a.calls for a in answers] == [2] * 6
+    assert {a.raw["response_format"] for a in answers} == {"json_object"}
+    assert modes(llama).count("json_schema") == 6 and modes(llama).count("json_object") == 6
+    assert judge.response_format == "json_object" and judge.ladder.confirmed
+    (notice,) = notices
+    assert "refused JSON Schema" in notice and "JSON mode with the schema" in notice
+    assert memory.get(judge.endpoint, "gemma-270m") == "json_object"
+    # from now on: one call each
+    assert (await judge.generate(REQ)).calls == 1 and modes(llama)[-1] == "json_object"
+    await judge.aclose()
+
+
+async def test_a_confirmed_mode_refusing_a_request_fails_it_without_a_walk(
+        memory: FormatMemory, notices: list[str]) -> None:
+    """Once its mode has answered, a refusal is the request's own: one call, no walk."""
+    too_long = faults.Reply(status=400, message="maximum context length is 2048 tokens")
+    with serve(dialects.OPENAI, responder=lambda r: too_long if "LONG" in r.text else None
+               ) as srv:
+        memory.put(srv.openai_base_url, "gemma-270m", "json_schema", "answered")
+        judge = judge_at(srv, memory, notices)
+        assert (await judge.generate(REQ)).calls == 1 and judge.ladder.confirmed
+        long = JudgeRequest(item_id="y", system="LONG", messages=REQ.messages,
+                            schema=verdict_schema())
+        with pytest.raises(ProviderFailure, match="maximum context length"):
+            await judge.generate(long)
+        assert modes(srv) == ["json_schema", "json_schema"]
+        assert judge.response_format == "json_schema" and notices == []
+        await judge.aclose()
 
 
 async def test_a_server_without_response_format_gets_the_schema_in_the_prompt(
@@ -164,6 +245,22 @@ async def test_a_fixed_mode_the_server_refuses_fails_fast_with_a_hint(
         in str(failure)
     assert "fixed to json_schema" in str(failure) and "'auto'" in str(failure)
     assert notices == []
+    await judge.aclose()
+
+
+async def test_a_fixed_mode_fails_fast_even_when_another_is_remembered(
+        llama: FakeProviderServer, memory: FormatMemory, notices: list[str]) -> None:
+    """The setting wins over the memory, and its refusals never re-open the walk, even sent
+    concurrently."""
+    memory.put(llama.openai_base_url, "gemma-270m", "json_object", "json_schema refused")
+    judge = judge_at(llama, memory, notices, response_format="json_schema")
+    assert judge.response_format == "json_schema" and judge.ladder.forced
+    failures = await asyncio.gather(*(judge.generate(REQ) for _ in range(4)),
+                                    return_exceptions=True)
+    assert all(isinstance(f, ProviderFailure) and f.refused and "fixed to json_schema"
+               in str(f) for f in failures)
+    assert modes(llama) == ["json_schema"] * 4 and notices == []
+    assert memory.get(judge.endpoint, "gemma-270m") == "json_object"  # left as it was
     await judge.aclose()
 
 

@@ -5,7 +5,8 @@ official SDK. Also any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Stu
 Structured output: JSON Schema (strict) with the item's own schema (judge.verdicts.schema);
 a server that refuses it gets the next mode of the ladder (judge.providers.response_format),
 found once per endpoint and model and remembered. OpenAI itself, and every server that takes
-JSON Schema, receives exactly the body it always did, apart from the item's enums.
+JSON Schema, receives exactly the body it always did, apart from the item's enums; at OpenAI
+(and in a remembered mode) every request goes out at once, none waits for a first reply.
 
 The SDK's own retries are off (`max_retries=0`): judge's retry helper decides, using the
 `ProviderFailure` this module raises for every SDK error; a refusal (a request the server
@@ -226,8 +227,9 @@ class OpenAIProvider(Provider):
         self._client_args: dict[str, Any] = {"api_key": api_key, "base_url": base_url,
                                              "timeout": timeout, "max_retries": 0}
         self._client = SDKClient(self._make_client, client)
-        official = base_url is None or "api.openai.com" in base_url
-        self.token_field = "max_completion_tokens" if official else "max_tokens"
+        #: OpenAI itself (not an OpenAI-compatible server)
+        self.official = base_url is None or "api.openai.com" in base_url
+        self.token_field = "max_completion_tokens" if self.official else "max_tokens"
         #: where found modes are remembered (the settings cache)
         self.memory = memory if memory is not None else FormatMemory.default()
         self.on_notice = on_notice
@@ -254,10 +256,14 @@ class OpenAIProvider(Provider):
     @property
     def ladder(self) -> Ladder:
         if self._ladder is None:
-            remembered = self.memory.get(self.endpoint, self.model) \
-                if self._setting == AUTO else None
+            remembered = None
+            if self._setting == AUTO:
+                # known good: the mode kept for this endpoint and model, else JSON Schema at
+                # OpenAI itself (requests go out in it at once, all of them)
+                remembered = self.memory.get(self.endpoint, self.model) or \
+                    (JSON_SCHEMA if self.official else None)
             self._ladder = Ladder(setting=self._setting, remembered=remembered,
-                                  on_found=self._found)
+                                  on_found=self._found, on_kept=self._kept)
         return self._ladder
 
     def prepare(self) -> None:
@@ -328,7 +334,7 @@ class OpenAIProvider(Provider):
 
     def _found(self, refused_mode: str, mode: str, refusal: ProviderFailure) -> None:
         """The ladder found `mode` after the server refused `refused_mode`: remember it, and
-        say so (once: the ladder settles once)."""
+        say so (once per walk: at most once per rung, the ladder only goes down)."""
         said = str(refusal).removeprefix(f"{self.spec}: ")
         kept = self.memory.put(self.endpoint, self.model, mode,
                                f"{refused_mode} refused: {said}")
@@ -338,6 +344,11 @@ class OpenAIProvider(Provider):
                        f"{DESCRIPTIONS[refused_mode]} ({said}); grading with "
                        f"{DESCRIPTIONS[mode]} from now on, {where}; set JUDGE_RESPONSE_FORMAT "
                        "to choose another")
+
+    def _kept(self, mode: str) -> None:
+        """`mode` answered at its first try: remember it (quietly), so that the next run
+        against this endpoint and model sends in it at once."""
+        self.memory.put(self.endpoint, self.model, mode, f"{mode} answered at the first try")
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -14,14 +14,22 @@ first (`LADDER`):
 (a vLLM that does not know it answers 200 without constraint, so nothing would tell us); it
 is there to be chosen with JUDGE_RESPONSE_FORMAT.
 
-The mode is found per endpoint and model (`Ladder`): the first request goes out in the best
-mode not known to be refused; a refusal (`ProviderFailure.refused`) moves it one rung down
-and sends the same request again, and the first rung that answers is the mode from then on,
-remembered in the settings cache (`FormatMemory`, keyed by base URL and model) and said once
-on stderr. While the mode is being found, the provider's other requests wait for it (one
-discovery per endpoint and model, not one per item), then go straight out: the per-call cost
-of the ladder is one attribute read. JUDGE_RESPONSE_FORMAT (or `response_format` in
-judge.toml) fixes the mode: nothing is tried, a refusal fails the call.
+The mode is found per endpoint and model (`Ladder`). A mode known good is settled from the
+start, optimistically: the one remembered in the settings cache (`FormatMemory`, keyed by base
+URL and model), else JSON Schema at OpenAI itself (no base URL, or api.openai.com); requests
+go out in it at once, all of them concurrently, and its first answer confirms it. Against a
+server never met, the first request goes out in the best mode; a refusal
+(`ProviderFailure.refused`) moves it one rung down and sends the same request again, and the
+first rung that answers is the mode from then on, remembered (a mode found by going down is
+also said once on stderr; one that answered at the first try is kept quietly, so the next run
+starts settled on it). While the mode is being found, the provider's other requests wait for
+it (one discovery per endpoint and model, not one per item), then go straight out: the
+per-call cost of the ladder is two attribute reads. A refusal of an optimistically settled mode
+that no answer has confirmed yet (a remembered mode the server no longer takes) re-opens the
+walk from the rung below it, one walk at a time: the other requests refused meanwhile wait for
+it and are sent again in the mode it finds (two calls each, as for the walk's own request).
+JUDGE_RESPONSE_FORMAT (or `response_format` in judge.toml) fixes the mode: nothing is tried or
+remembered, a refusal fails the call.
 
 A refusal that no rung cures is about the request, not its format (a wrong model name, a
 prompt past the context window): the rung whose refusal is the one the prompt rung got is
@@ -173,19 +181,30 @@ class FormatMemory:
 class Ladder:
     """The structured-output mode of one endpoint and model, found from refusals.
 
-    `mode` is the mode requests go out in; `settled` once it is known (a fixed setting, or a
-    rung that answered). `send(post)` posts one request: at once in a settled mode, else
-    down the ladder from `mode`, one such walk at a time (the others wait for its outcome).
-    A remembered mode is where the walk starts; it is settled by the first answer."""
+    `mode` is the mode requests go out in. `settled`: requests go straight out in it, all at
+    once; it is, from the start, when the setting fixes it (`forced`) or when it is known
+    good (`remembered`: the mode kept in the settings cache, or JSON Schema at OpenAI itself),
+    and once a rung has answered. `confirmed`: an answer (or the setting) vouches for it in
+    this process. Unsettled, `send(post)` goes down the ladder from `mode`, one such walk at a
+    time (the others wait for its outcome). A refusal in a settled mode that is not yet
+    confirmed (a remembered mode the server no longer takes) re-opens the walk from the rung
+    below; once confirmed, a refusal is the request's own and fails the call, and so does
+    any refusal of a forced mode."""
 
     def __init__(self, *, setting: str = AUTO, remembered: str | None = None,
-                 on_found: Callable[[str, str, ProviderFailure], None] | None = None) -> None:
+                 on_found: Callable[[str, str, ProviderFailure], None] | None = None,
+                 on_kept: Callable[[str], None] | None = None) -> None:
         if setting != AUTO and setting not in MODES:
             raise ValueError(f"unknown response format {setting!r}")
         self.forced = setting != AUTO
-        self.mode = setting if self.forced else (remembered or LADDER[0])
-        self.settled = self.forced
+        known = None if self.forced or remembered not in LADDER else remembered
+        self.mode = setting if self.forced else (known or LADDER[0])
+        self.settled = self.forced or known is not None
+        self.confirmed = self.forced
         self.on_found = on_found
+        #: called with a mode that answered at its first try and was not remembered yet
+        self.on_kept = on_kept
+        self._remembered = known
         #: the first refusal of a walk that load or an outage cut short (the next walk
         #: starts below it, and says it when it settles)
         self._refused_before: tuple[str, ProviderFailure] | None = None
@@ -201,16 +220,52 @@ class Ladder:
     async def send(self, send: Callable[[str], Awaitable[ProviderResponse]]) -> ProviderResponse:
         """`send(mode)` in the settled mode; before that, through the ladder."""
         if self.settled:
-            return await send(self.mode)
+            if self.confirmed:  # the per-call cost: two attribute reads
+                return await send(self.mode)
+            return await self._optimistic(send)
         async with self._the_lock():
             if not self.settled:
-                return await self._walk(send)
-        return await send(self.mode)
+                return await self._walk(send, self.mode, [])
+        return await self.send(send)
 
-    async def _walk(self, send: Callable[[str], Awaitable[ProviderResponse]]) -> ProviderResponse:
-        start = self.mode
-        rungs = LADDER[LADDER.index(start):] if start in LADDER else (start,)
-        refused: list[tuple[str, ProviderFailure]] = []
+    async def _optimistic(self, send: Callable[[str], Awaitable[ProviderResponse]]
+                          ) -> ProviderResponse:
+        """`send` in a mode known good but not yet confirmed here: at once (every request
+        does, concurrently); its first answer confirms it, a refusal of the format walks on
+        from the rung below."""
+        mode = self.mode
+        try:
+            response = await send(mode)
+        except ProviderFailure as failure:
+            if not failure.refused or _SCHEMA_REFUSED.search(str(failure)):
+                raise  # load or outage, or the schema's fault: not about the mode
+            return await self._refused(send, mode, failure)
+        if self.settled and self.mode == mode and not self.confirmed:
+            self.confirmed = True
+        return response
+
+    async def _refused(self, send: Callable[[str], Awaitable[ProviderResponse]], mode: str,
+                       failure: ProviderFailure) -> ProviderResponse:
+        """The server refused `mode`, sent optimistically: walk from the rung below it (one
+        walk at a time; a refusal that comes while one is under way waits for its outcome and
+        is sent again in the mode found)."""
+        async with self._the_lock():
+            if self.mode == mode and not self.confirmed:
+                self.settled = False  # the requests that come now wait for the walk
+                return await self._walk(send, mode, [(mode, failure)])
+        if self.mode == mode:  # `mode` answered meanwhile: the refusal is the request's own
+            raise failure
+        response = await self.send(send)
+        response.calls += 1
+        return response
+
+    async def _walk(self, send: Callable[[str], Awaitable[ProviderResponse]], start: str,
+                    refused: list[tuple[str, ProviderFailure]]) -> ProviderResponse:
+        """Down the ladder from `start`; `refused`: the rungs already refused for this
+        request (`start` first, when an optimistic send was refused: the walk goes on
+        below it)."""
+        begin = LADDER.index(start) + len(refused) if start in LADDER else 0
+        rungs = LADDER[begin:] if start in LADDER else (start,)
         for rung in rungs:
             try:
                 response = await send(rung)
@@ -230,7 +285,7 @@ class Ladder:
                 refused.append((rung, failure))
                 continue
             response.calls = len(refused) + 1
-            self._settle(rung, refused[0] if refused else None)
+            self._settle(rung, refused[0] if refused else None, answered=True)
             return response
         # every rung refused: the request itself is refused, not only its format
         last = refused[-1][1]
@@ -241,14 +296,21 @@ class Ladder:
                 raise refusal
         raise AssertionError("unreachable")  # pragma: no cover - the last matches itself
 
-    def _settle(self, mode: str, refusal: tuple[str, ProviderFailure] | None) -> None:
+    def _settle(self, mode: str, refusal: tuple[str, ProviderFailure] | None, *,
+                answered: bool = False) -> None:
         """`mode` it is; `refusal`: the first refused rung and its refusal, when the mode was
-        found by going down (`on_found(refused_mode, mode, refusal)`)."""
+        found by going down (`on_found(refused_mode, mode, refusal)`); else, when `mode`
+        answered at its first try and is not the one remembered, `on_kept(mode)`."""
         self.mode = mode
-        self.settled = True
+        self.settled = self.confirmed = True
         refusal = refusal or self._refused_before
-        if refusal is not None and self.on_found is not None:
-            self.on_found(refusal[0], mode, refusal[1])
+        self._refused_before = None
+        if refusal is not None:
+            if self.on_found is not None:
+                self.on_found(refusal[0], mode, refusal[1])
+        elif answered and mode != self._remembered and self.on_kept is not None:
+            self.on_kept(mode)
+        self._remembered = mode
 
 
 #: a refusal of the schema itself, not of the mode ("Invalid schema for response_format ...")
