@@ -17,8 +17,9 @@ from judge.cli.main import COMMANDS, main
 from judge.cli.numbers import number
 
 
-def _float_options() -> list[tuple[list[str], str]]:
-    """(command path, option name) of every float option of every command and sub-command."""
+def _float_options(names: frozenset[str] | None = None) -> list[tuple[list[str], str]]:
+    """(command path, option name) of every float option of every command and sub-command
+    (with `names`: every option so named, whatever its type)."""
     import typer
 
     found: list[tuple[list[str], str]] = []
@@ -30,7 +31,10 @@ def _float_options() -> list[tuple[list[str], str]]:
             walk([*path, name], sub)
         for param in getattr(command, "params", []):
             annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-            if annotation is float and isinstance(param, typer.core.TyperOption):
+            if not isinstance(param, typer.core.TyperOption):
+                continue
+            if (names is None and annotation is float) or (names is not None
+                                                           and set(param.opts) & names):
                 found.append((path, max(param.opts, key=len)))
 
     for entry in COMMANDS:
@@ -39,6 +43,7 @@ def _float_options() -> list[tuple[list[str], str]]:
 
 
 FLOAT_OPTIONS = _float_options()
+SEED_OPTIONS = _float_options(frozenset({"--seed"}))
 
 
 def test_the_walk_finds_the_options_we_know() -> None:
@@ -83,3 +88,25 @@ def test_number_bounds(lo: float | None, hi: float | None, lo_open: bool, hi_ope
     else:
         with pytest.raises(typer.BadParameter):
             parse(text)
+
+
+def test_the_walk_finds_the_seeds() -> None:
+    names = {" ".join(p) for p, _o in SEED_OPTIONS}
+    assert {"agreement", "align", "compare", "route", "labels plan"} <= names
+
+
+@pytest.mark.parametrize(("path", "option"), SEED_OPTIONS,
+                         ids=[f"{' '.join(p)} {o}" for p, o in SEED_OPTIONS])
+@pytest.mark.parametrize("value", ["-1", str(2**32), "1.5", "nan"])
+def test_a_seed_is_a_whole_number_numpy_takes(
+        path: list[str], option: str, value: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--seed -1` was "internal error: ValueError: expected non-negative integer" (numpy's
+    generators take 0 to 2**32 - 1)."""
+    monkeypatch.setattr(sys, "argv", ["judge", *path, option, value])
+    with pytest.raises(SystemExit) as done:
+        main()
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert done.value.code == 2 and len(lines) == 1 and not out, err
+    assert lines[0].startswith("judge: error: Invalid value for '--seed'"), err

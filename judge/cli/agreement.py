@@ -21,6 +21,7 @@ from rich.table import Table
 
 from judge.cli.common import cli_errors, die
 from judge.cli.console import console
+from judge.cli.numbers import SEED_MAX, int_option
 from judge.labels.report import agreement_report
 from judge.labels.sources import LabelledVerdicts, from_files, from_store
 
@@ -40,7 +41,7 @@ def agreement(
     db: str | None = typer.Option(None, "--db", help="database URL (default JUDGE_DATABASE_URL "
                                                     "or ./judge.db)"),
     fmt: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json or text"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX, help="bootstrap seed"),
     n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples"),
     breakdown_n_boot: int = typer.Option(200, "--breakdown-n-boot",
                                          help="bootstrap resamples per breakdown group"),

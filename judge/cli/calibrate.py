@@ -43,7 +43,7 @@ from judge.cli.common import (
     warn,
 )
 from judge.cli.console import echo, field
-from judge.cli.numbers import float_option
+from judge.cli.numbers import SEED_MAX, float_option, int_option
 from judge.safe_text import json_safe
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ app = typer.Typer(
 _TARGET = float_option(0.95, "--target", lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                        help="agreement auto-accepted verdicts need")
 _FORMAT = typer.Option(OutputFormat.json, "--format", help="json or text")
-_SEED = typer.Option(0, "--seed", help="cross-validation folds seed")
+_SEED = int_option(0, "--seed", lo=0, hi=SEED_MAX, help="cross-validation folds seed")
 _MIN_PER_CLASS = typer.Option(None, "--min-per-class", hidden=True)
 _DB = typer.Option(None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)")
 
@@ -308,7 +308,7 @@ def compare(
     model: str | None = typer.Option(None, "--model", help="database: only this model"),
     db: str | None = _DB,
     fmt: OutputFormat = _FORMAT,
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX, help="bootstrap seed"),
 ) -> None:
     """Two judges' agreement side by side, and the items whose verdict flipped."""
     with cli_errors():

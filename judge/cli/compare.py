@@ -25,6 +25,7 @@ import typer
 from judge.cli.common import cli_errors, die, warn
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP
+from judge.cli.numbers import SEED_MAX, int_option
 from judge.errors import InputError
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def compare(
                                        "read-only call counts as drift"),
     n_boot: int = typer.Option(10_000, "--n-boot", min=100, max=1_000_000,
                                help="bootstrap resamples (several trials per task)"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX, help="bootstrap seed"),
     fmt: CompareFormat = typer.Option(CompareFormat.text, "--format",
                                       help="text, json, md or html"),
     output: Path | None = typer.Option(None, "-o", "--output",

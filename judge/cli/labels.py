@@ -23,7 +23,7 @@ import typer
 from judge.cli.common import cli_errors, die, one_line
 from judge.cli.console import echo, field
 from judge.cli.database import DB_HELP, open_database
-from judge.cli.numbers import A_WEEK_S, float_option
+from judge.cli.numbers import A_WEEK_S, SEED_MAX, float_option, int_option
 from judge.labels.files import write_labels
 from judge.outputs import check_output, is_stdout
 
@@ -137,7 +137,8 @@ def plan(
                                      help="list (and queue) only the first N items"),
     queue: bool = typer.Option(False, "--queue", help="put the listed items at the front "
                                "of the review queue, in plan order"),
-    seed: int = typer.Option(0, "--seed", help="seed of the order within a stratum"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX,
+                           help="seed of the order within a stratum"),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """How many more labels per class bring agreement intervals to a width, and which items

@@ -24,6 +24,7 @@ import typer
 
 from judge.cli.common import cli_errors, die
 from judge.cli.console import echo, field
+from judge.cli.numbers import SEED_MAX, int_option
 from judge.outputs import check_output, write_output
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def agreement(
     db: str | None = typer.Option(
         None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX, help="bootstrap seed"),
 ) -> None:
     """Agreement report: table with intervals, confusion, per key, reliability, coverage."""
     from judge.calibration.files import records_dir
@@ -114,7 +115,8 @@ def drift(
                                help="earlier runs pooled as each run's baseline"),
     db: str | None = typer.Option(
         None, "--db", help="database URL (default JUDGE_DATABASE_URL or ./judge.db)"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed (corrected pass rate)"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX,
+                           help="bootstrap seed (corrected pass rate)"),
 ) -> None:
     """Agreement drift across a suite's runs: agreement of the audit share, review share,
     pass rate and corrected pass rate per run, plots, and drops beyond the intervals."""

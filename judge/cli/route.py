@@ -23,7 +23,7 @@ import typer
 
 from judge.cli.common import cli_errors
 from judge.cli.console import echo, field
-from judge.cli.numbers import float_option
+from judge.cli.numbers import SEED_MAX, float_option, int_option
 
 
 class OutputFormat(StrEnum):
@@ -41,7 +41,7 @@ def route(
     audit_share: float = float_option(
         0.05, "--audit-share", lo=0.0, hi=1.0,
         help="share of would-be auto-accepted verdicts sent to people anyway (seeded per item id)"),
-    seed: int = typer.Option(0, "--seed", help="audit draw seed"),
+    seed: int = int_option(0, "--seed", lo=0, hi=SEED_MAX, help="audit draw seed"),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json"),
     output: Path | None = typer.Option(
         None, "-o", "--output", help="also write the routed verdicts here (JSONL)"),
