@@ -197,6 +197,23 @@ def test_newest_value_wins_and_session_values_never_survive(
         assert view.session == snap.session
 
 
+def test_a_turn_value_before_the_first_session_expires_without_a_crossing() -> None:
+    """Found by the explore profile (seed 1): a plan starting at turn 1 and a turn-scoped
+    value set at turn 0 — expired at turn 1 by its turn ending, not by a session boundary;
+    superseding it is refused all the same."""
+    plan = [SessionSpec(id="s0", first_turn=1)]
+    deltas = [Delta.model_validate({"turn": 0, "op": "set", "key": "k", "value": "v",
+                                    "class": "mutable_fact", "persistence": "turn",
+                                    "sensitivity": "normal", "source": "user"})]
+    ledger = Ledger.reduce(deltas, sessions=plan)
+    assert ledger.at(1).entries["k"].status == "expired"
+    assert not SessionPlan.of(plan).crosses(0, 1)
+    bad = Delta.model_validate({"turn": 1, "op": "supersede", "key": "k", "value": "new",
+                                "source": "user"})
+    with pytest.raises(LedgerError, match="it is expired"):
+        Ledger.reduce([*deltas, bad], file="s.yaml", sessions=plan)
+
+
 @settings(max_examples=150, deadline=None)
 @given(plans_and_deltas(), st.data())
 def test_superseding_an_expired_session_value_is_always_refused(
@@ -216,7 +233,10 @@ def test_superseding_an_expired_session_value_is_always_refused(
     with pytest.raises(LedgerError, match="it is expired") as err:
         Ledger.reduce([*deltas, bad], file="s.yaml", sessions=plan)
     assert err.value.path == f"ledger[{len(deltas)}]"
-    assert sp.crosses(ledger.at(last).entries[key].since_turn, later[0])
+    entry = ledger.at(last).entries[key]
+    # expired by the session boundary, or a turn-scoped value by its turn ending (a plan
+    # whose first session starts after turn 0 expires a turn-0 value with no crossing)
+    assert entry.persistence is Persistence.TURN or sp.crosses(entry.since_turn, later[0])
     ok = bad.model_copy(update={"op": Op.SET, "class_": deltas[0].class_,
                                 "persistence": KEYS[key]})
     Ledger.reduce([*deltas, Delta.model_validate(ok.model_dump(by_alias=True))],
