@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -355,6 +358,80 @@ def test_repeating_a_done_subgoal_fails_even_before_full_completion(tmp_path: Pa
                              result("refund_order", {"status": "confirmed"}),
                              call("refund_order", orderId="order-17")))
     assert [f.seq for f in failed(r, "post_completion_mutation")] == [4]
+
+
+ONCE = {**COMPLETION, "forbidden": [{"name": "second-refund", "tool": "refund_order",
+                                     "after_completed": "refunded", "key": "refunded",
+                                     "message": "a second refund"}]}
+
+
+@functools.cache
+def once_scenario() -> LoadedScenario:
+    with tempfile.TemporaryDirectory() as d:
+        return scenario(Path(d), ONCE)
+
+
+@pytest.mark.parametrize("first_answered", ["c1", "c2"])
+def test_parallel_calls_count_as_issued_after_the_one_that_achieved(
+        tmp_path: Path, first_answered: str) -> None:
+    """Two refunds issued together (call, call, result, result: a framework running tool
+    calls in parallel) are a double refund whichever result comes first; the one whose
+    result did not achieve the sub-goal is the second."""
+    sc = scenario(tmp_path, ONCE)
+    second = {"c1": "c2", "c2": "c1"}[first_answered]
+    r = run_checks(sc, trace(
+        user("refund"), call("refund_order", "c1", orderId="order-17"),
+        call("refund_order", "c2", orderId="order-17"), call("get_order", "c3"),
+        result("refund_order", {"status": "confirmed"}, first_answered),
+        result("refund_order", {"status": "confirmed"}, second),
+        result("get_order", {}, "c3")))
+    seq_of = {"c1": 2, "c2": 3}
+    assert r.completion["subgoals"]["refunded"] == {"turn": 1, "seq": 5}
+    (forbidden,) = failed(r, "forbidden")
+    (again,) = failed(r, "post_completion_mutation")
+    assert forbidden.seq == again.seq == seq_of[second]
+    assert forbidden.message == (f"a second refund at turn 1 (seq {seq_of[second]}), in "
+                                 "parallel with the call whose result achieved `refunded` at "
+                                 "turn 1 (seq 5) [rule `second-refund`, key `refunded`]")
+    assert again.key == "refunded" and r.vetoed
+
+
+def test_only_calls_in_flight_in_the_achieving_turn_count_as_parallel(tmp_path: Path) -> None:
+    """An earlier attempt that failed, one whose result never came in an earlier turn, a
+    refund of another order and a read alongside are not second refunds."""
+    sc = scenario(tmp_path, ONCE)
+    r = run_checks(sc, trace(
+        user("refund", 1), call("refund_order", "lost", orderId="order-17"),
+        user("did it work?", 2), call("refund_order", "c1", orderId="order-17"),
+        result("refund_order", None, "c1", error="timed out"),
+        call("refund_order", "c2", orderId="order-17"),
+        call("refund_order", "c3", orderId="order-99"), call("get_order", "c4"),
+        result("refund_order", {"status": "confirmed"}, "c2"),
+        result("refund_order", {"status": "failed"}, "c3"), result("get_order", {}, "c4")))
+    assert r.completion["subgoals"]["refunded"] == {"turn": 2, "seq": 9}
+    assert not failed(r, "post_completion_mutation")
+    # the forbidden rule names no order: any refund in parallel with the achieving one
+    assert [f.seq for f in failed(r, "forbidden")] == [7]
+
+
+INTERLEAVINGS = [list(p) for p in itertools.permutations(
+    ["call c1", "call c2", "result c1", "result c2"])
+    if p.index("call c1") < p.index("result c1") and p.index("call c2") < p.index("result c2")]
+
+
+@pytest.mark.parametrize("order", INTERLEAVINGS, ids=" ".join)
+def test_any_interleaving_of_two_refunds_is_one_second_refund(order: list[str]) -> None:
+    """Whatever order two refunds and their results are recorded in (each result after its
+    call: all 6 orders), exactly one of them is flagged as the second, by both checks."""
+    events = [call("refund_order", w[-2:], orderId="order-17") if w.startswith("call")
+              else result("refund_order", {"status": "confirmed"}, w[-2:]) for w in order]
+    r = run_checks(once_scenario(), trace(user("refund"), *events))
+    first = next(w for w in order if w.startswith("result"))
+    other = {"result c1": "call c2", "result c2": "call c1"}[first]
+    assert r.completion["subgoals"]["refunded"]["seq"] == 2 + order.index(first)
+    (forbidden,) = failed(r, "forbidden")
+    (again,) = failed(r, "post_completion_mutation")
+    assert forbidden.seq == again.seq == 2 + order.index(other) and r.vetoed
 
 
 def test_allow_mutations_after_disables_the_check(tmp_path: Path) -> None:

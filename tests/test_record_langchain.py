@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,7 +62,8 @@ def fake() -> Iterator[FakeProviderServer]:
         yield srv
 
 
-def refund_graph(srv: FakeProviderServer, *, fail: bool = False) -> Any:
+def refund_graph(srv: FakeProviderServer, *, fail: bool = False,
+                 together: threading.Barrier | None = None) -> Any:
     @tool
     def get_order(orderId: str) -> dict[str, Any]:
         """Look an order up."""
@@ -69,6 +72,8 @@ def refund_graph(srv: FakeProviderServer, *, fail: bool = False) -> Any:
     @tool
     def refund_order(orderId: str, amountCents: int) -> dict[str, Any]:
         """Refund an order."""
+        if together is not None:
+            together.wait()  # every refund of the step is in flight before any returns
         if fail:
             raise RuntimeError("card processor declined the refund")
         return {"status": "confirmed", "refundId": "rf-1", "amountCents": amountCents}
@@ -134,8 +139,28 @@ def test_a_double_refund_by_the_agent_is_vetoed(fake: FakeProviderServer,
     handler = JudgeCallbackHandler(trace_id="refund-once/langgraph-2", scenario="refund-once")
     converse(refund_graph(fake), handler)
     checked = judge_check(handler.save(tmp_path / "twice.json"))
-    assert checked.returncode == 1
+    assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "a second refund of an already refunded order" in checked.stdout
+
+
+def test_two_refunds_run_in_parallel_are_vetoed(fake: FakeProviderServer,
+                                                tmp_path: Path) -> None:
+    """ToolNode runs a step's tool calls in threads: here both refunds start before either
+    returns (call, call, result, result), the order that made the test above flaky before
+    the checks judged a call in parallel with the achieving one as issued after it."""
+    fake.api.responder = refund_model(refunds=2)
+    handler = JudgeCallbackHandler(trace_id="refund-once/langgraph-3", scenario="refund-once")
+    converse(refund_graph(fake, together=threading.Barrier(2, timeout=30)), handler)
+    path = handler.save(tmp_path / "parallel.json")
+    kinds = [e["kind"] for e in json.loads(path.read_text())["events"] if e["turn"] == 2]
+    assert kinds == ["user", "tool_call", "tool_call", "tool_result", "tool_result",
+                     "assistant"]
+    checked = judge_check(path)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    # either refund's result may come first: the other one is the second
+    assert re.search(r"a second refund of an already refunded order at turn 2 \(seq [67]\), "
+                     r"in parallel with the call whose result achieved `refundIssued` at turn 2 "
+                     r"\(seq [89]\)", checked.stdout), checked.stdout
 
 
 def test_a_raising_tool_is_an_error_result(fake: FakeProviderServer, tmp_path: Path) -> None:

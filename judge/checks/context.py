@@ -106,7 +106,12 @@ class CheckContext:
         # the trace's `metadata.termination` (docs/formats.md): a run its driver stopped
         # (`forced`) is never complete, whatever its events show
         self.forced_by: str | None = None
+        # calls not yet answered, by call id (while something can still complete)
         self._pending: OrderedDict[str, Call] = OrderedDict()
+        #: per sub-goal key: the calls of its turn still unanswered when the result that
+        #: achieved it came, i.e. issued alongside the achieving call, before its outcome was
+        #: known (two refunds run in parallel). The checks treat them as issued after it.
+        self.alongside: dict[str, tuple[Call, ...]] = {}
         self._last_call: dict[str, Call] = {}
         self._subgoal_tools = self.shared.table("context.subgoal_tools")
         # lookups: per rule index, scalars returned by successful lookup results
@@ -186,21 +191,24 @@ class CheckContext:
         if self.complete_at is not None:
             self.post_completion_actions += 1
             return  # nothing left to complete: results need not be matched to calls
+        if not self.subgoals:
+            return
         tool = ev.get("tool") or ""
         wanted = self._subgoal_tools.get(tool)
         if wanted is None:
             wanted = remember(self._subgoal_tools, tool,
                               any(glob_match(tool, g.tool) for g in self.subgoals))
-        if not wanted:
-            return  # only a sub-goal's result needs its call (for argument matchers)
-        call = Call(tool, ev.get("args") or {}, At(self.turn, self.seq))
         call_id = ev.get("call_id")
+        if not wanted and call_id is None:
+            return  # a sub-goal's result needs its call (argument matchers); `alongside` ids
+        call = Call(tool, ev.get("args") or {}, At(self.turn, self.seq))
         if call_id is not None:
             pending = self._pending
             pending[call_id] = call
             if len(pending) > MAX_PENDING:
                 pending.popitem(last=False)
-        self._last_call[call.tool] = call
+        if wanted:
+            self._last_call[tool] = call
 
     def after_result(self, ev: EventData, _: CheckContext | None = None) -> None:
         if self.complete_at is not None and not self.rules.lookups:
@@ -250,6 +258,8 @@ class CheckContext:
                 continue
             if all(result_matches(m, result) for m in g.result):
                 self.subgoal_held[g.key] = at
+                self.alongside[g.key] = tuple(
+                    c for c in self._pending.values() if c.at.turn == at.turn)
         if len(self.subgoal_held) == len(self.subgoals):
             self.complete_at = at
 
