@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from judge.checks import CheckReport, Finding, run_checks
 from judge.ledger import LoadedScenario, load_scenario
@@ -412,6 +414,57 @@ def test_only_calls_in_flight_in_the_achieving_turn_count_as_parallel(tmp_path: 
     assert not failed(r, "post_completion_mutation")
     # the forbidden rule names no order: any refund in parallel with the achieving one
     assert [f.seq for f in failed(r, "forbidden")] == [7]
+
+
+def test_results_not_paired_by_id_leave_nothing_in_parallel(tmp_path: Path) -> None:
+    """A trace whose results do not all name their call (an exporter that drops the ids, or
+    an id no call had) cannot say which calls were still in flight: a single refund after an
+    earlier attempt is not a second refund there."""
+    sc = scenario(tmp_path, ONCE)
+    for earlier in (result("refund_order", {"status": "failed"}),
+                    result("refund_order", {"status": "failed"}, "c9")):
+        r = run_checks(sc, trace(
+            user("refund"), call("refund_order", "c0", orderId="order-99"), earlier,
+            call("refund_order", "c1", orderId="order-17"),
+            result("refund_order", {"status": "confirmed"}, "c1")))
+        assert r.completion["subgoals"]["refunded"] == {"turn": 1, "seq": 5}
+        assert not failed(r, "forbidden") and not failed(r, "post_completion_mutation")
+    # the same trace paired by id: c0 was answered before c1 was sent, nothing in parallel
+    r = run_checks(sc, trace(
+        user("refund"), call("refund_order", "c0", orderId="order-99"),
+        result("refund_order", {"status": "failed"}, "c0"),
+        call("refund_order", "c1", orderId="order-17"),
+        result("refund_order", {"status": "confirmed"}, "c1")))
+    assert not failed(r, "forbidden") and not failed(r, "post_completion_mutation")
+    # ids on calls only: the achieving result is paired by the tool, nothing is in parallel
+    r = run_checks(sc, trace(
+        user("refund"), call("refund_order", "c1", orderId="order-17"),
+        result("refund_order", {"status": "confirmed"})))
+    assert r.completion["subgoals"]["refunded"] == {"turn": 1, "seq": 3}
+    assert not failed(r, "forbidden") and not failed(r, "post_completion_mutation")
+
+
+ATTEMPT = st.tuples(st.sampled_from(["refund_order", "get_order", "cancel_order"]),
+                    st.sampled_from(["order-17", "order-99"]),
+                    st.sampled_from(["confirmed", "failed"]), st.booleans(), st.booleans(),
+                    st.booleans())
+
+
+@given(st.lists(ATTEMPT, max_size=8), st.integers(1, 3))
+def test_a_trace_without_overlapping_calls_has_nothing_in_parallel(
+        attempts: list[tuple[str, str, str, bool, bool, bool]], turns: int) -> None:
+    """Calls each answered before the next is sent (ids on both, the call only or neither;
+    errors; over turns) are never reported as issued in parallel."""
+    events: list[dict[str, Any]] = [user("refund", 1)]
+    for i, (tool, order, status, call_id, result_id, error) in enumerate(attempts):
+        if i and i % turns == 0:
+            events.append(user("and?", 1 + i // turns))
+        cid = f"c{i}" if call_id else None
+        events += [call(tool, cid, orderId=order),
+                   result(tool, {"status": status}, cid if result_id else None,
+                          error="boom" if error else None)]
+    r = run_checks(once_scenario(), trace(*events))
+    assert not [f for f in r.findings if "in parallel" in f.message]
 
 
 INTERLEAVINGS = [list(p) for p in itertools.permutations(

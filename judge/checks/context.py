@@ -112,6 +112,7 @@ class CheckContext:
         #: achieved it came, i.e. issued alongside the achieving call, before its outcome was
         #: known (two refunds run in parallel). The checks treat them as issued after it.
         self.alongside: dict[str, tuple[Call, ...]] = {}
+        self._paired = True  # every result so far answered a pending call by its id
         self._last_call: dict[str, Call] = {}
         self._subgoal_tools = self.shared.table("context.subgoal_tools")
         # lookups: per rule index, scalars returned by successful lookup results
@@ -225,10 +226,13 @@ class CheckContext:
         self._on_state_write(ev, At(self.turn, self.seq))
 
     def call_for(self, ev: EventData) -> Call | None:
-        """The call a result answers: by `call_id`, else the nearest preceding call of it."""
+        """The call a result answers: by `call_id`, else the nearest preceding call of it.
+        A result not paired by id (no id, or one no pending call has) leaves the calls still
+        pending unknown: from then on none is taken as issued in parallel (`alongside`)."""
         call_id = ev.get("call_id")
         if call_id is not None and call_id in self._pending:
             return self._pending.pop(call_id)
+        self._paired = False
         return self._last_call.get(ev.get("tool") or "")
 
     def _on_result(self, ev: EventData) -> None:
@@ -258,8 +262,9 @@ class CheckContext:
                 continue
             if all(result_matches(m, result) for m in g.result):
                 self.subgoal_held[g.key] = at
-                self.alongside[g.key] = tuple(
-                    c for c in self._pending.values() if c.at.turn == at.turn)
+                if self._paired:
+                    self.alongside[g.key] = tuple(
+                        c for c in self._pending.values() if c.at.turn == at.turn)
         if len(self.subgoal_held) == len(self.subgoals):
             self.complete_at = at
 
