@@ -59,6 +59,8 @@ class Tracked:
 
     def add(self, pid: int, start: int | None = None) -> None:
         if pid in self.fds:
+            if self.names.get(pid) in (None, "", "?"):  # read while it was exec-ing
+                self.names[pid] = _cmdline(pid) or self.names.get(pid, "?")
             return
         try:
             fd = os.pidfd_open(pid)
@@ -69,11 +71,16 @@ class Tracked:
             os.close(fd)  # it ended and its pid went to another process: not ours
             return
         self.fds[pid] = fd
-        try:
-            self.names[pid] = Path(f"/proc/{pid}/cmdline").read_bytes() \
-                .replace(b"\0", b" ").decode(errors="replace").strip()[:200]
-        except OSError:
-            self.names[pid] = "?"
+        self.names[pid] = _cmdline(pid) or "?"
+
+    def refresh_names(self) -> None:
+        """Read the command line of every recorded process still alive again. A name read
+        right after a fork or an exec can be stale: the kernel fills in a new program's
+        argv only after `Popen` has returned (an empty name), and a child about to exec
+        another program still has its parent's command line."""
+        for pid, fd in self.fds.items():
+            if not _exited(fd, 0):
+                self.names[pid] = _cmdline(pid) or self.names[pid]
 
     def record(self, root: int) -> set[int]:
         """Add `root` and its descendants now; returns the descendants' pids."""
@@ -112,6 +119,15 @@ class Tracked:
                     signal.pidfd_send_signal(fd, signal.SIGKILL)
             os.close(fd)
         self.fds.clear()
+
+
+def _cmdline(pid: int) -> str:
+    """A process's command line, as one string ("" while it is being exec'd or once gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() \
+            .replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        return ""
 
 
 def _exited(pidfd: int, timeout_ms: int) -> bool:

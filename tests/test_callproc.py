@@ -222,7 +222,10 @@ def test_the_child_holds_no_end_of_another_childs_pipe(tmp_path: Path) -> None:
         cache = CallWriterProcess(store)
         cache.start(close_in_child=(theirs,))
         try:
-            await asyncio.sleep(0.3)  # the child closes what it must first thing
+            # the child closes what it must before it serves anything: once a call is
+            # stored, it has (a fixed sleep here could end first on a loaded machine)
+            cache.put(record(1))
+            await cache.wait_stored("k1")
             assert cache.pid is not None
             return _pipes(cache.pid)
         finally:

@@ -141,7 +141,10 @@ async def test_many_concurrent_slow_requests() -> None:
         results = await asyncio.gather(*(raw_exchange(srv.port, payload, 1) for _ in range(150)))
         elapsed = time.perf_counter() - started
         assert len(results) == 150 and all(r[0].startswith(b"HTTP/1.1 200") for r in results)
-        assert elapsed < 2.5  # concurrent, not 150 × 0.5 s
+        # concurrent, not 150 × 0.5 s = 75 s: at least 10 at a time. (It takes ~0.6 s; a
+        # tighter bound failed 3 runs in 40 under load, when a collection of the test
+        # process's large heap paused the client and the in-thread server together.)
+        assert elapsed < 150 * 0.5 / 10
         assert srv.count("chat") == 150
 
 

@@ -80,6 +80,12 @@ async def test_cancelling_the_call_cancels_every_one() -> None:
 
 # -- the grading pool --------------------------------------------------------------------------
 
+#: how long a sibling of the failing job takes: long beside the failure's 0.05 s, so only a
+#: pause of the loop longer than ~1 s lets a sibling finish before it is cancelled (with
+#: 0.2 s, a 0.15 s pause could)
+SIBLING_S = 1.0
+
+
 class _Grader:
     """A grader whose first item fails (as a store write can) and whose others are slow."""
 
@@ -92,7 +98,7 @@ class _Grader:
         if item.item_id.endswith("#0"):
             await asyncio.sleep(0.05)
             raise StoreError("disk full")
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(SIBLING_S)
         self.finished.append(item.item_id)
         raise AssertionError("not reached in this test")
 
@@ -117,7 +123,8 @@ async def test_a_failed_worker_stops_its_siblings_before_the_pool_returns() -> N
     with pytest.raises(StoreError):
         await pool.run()
     taken = len(grader.started)
-    await asyncio.sleep(0.5)  # a sibling left running would take (and "grade") more jobs
+    # a sibling left running would finish and take (and "grade") more jobs meanwhile
+    await asyncio.sleep(SIBLING_S + 0.5)
     assert len(grader.started) == taken <= 3
     assert grader.finished == []  # the two in flight were cancelled, not finished
 

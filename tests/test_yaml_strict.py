@@ -109,7 +109,9 @@ def test_the_alias_bomb_fails_in_milliseconds() -> None:
     assert 3000 < len(text.encode()) < 4000 and text.count("*") > 60
     started = time.perf_counter()
     err = refused(text)
-    assert time.perf_counter() - started < 0.05
+    # ~0.5 ms; expanded, the bomb would take minutes. The bound leaves room for a pause of
+    # the test process (a collection of its large heap late in the suite: 0.2-0.4 s)
+    assert time.perf_counter() - started < 1.0
     assert "anchors and aliases" in str(err.problem)
     # and as a scenario: one InputError naming the file and the line
     with pytest.raises(InputError) as info:
