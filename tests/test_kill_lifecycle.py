@@ -286,7 +286,10 @@ def test_sigkill_leaves_no_process_and_no_lock(command: str, store_url: str, tmp
         descendants |= tracked.record(proc.pid)
         tracked.refresh_names()  # grading has begun: every exec is long done
         # forks of the command (libraries also run short commands, e.g. `uname -p`)
-        forks = {pid for pid in descendants if tracked.names[pid] == tracked.names[proc.pid]}
+        # (a descendant gone before it could be recorded, e.g. a finished `uname`, has no
+        # name: it is not one of them)
+        forks = {pid for pid in descendants
+                 if tracked.names.get(pid) == tracked.names[proc.pid]}
         if command == "worker":
             assert not forks, f"judge worker forked: {tracked.describe(sorted(forks))}"
         else:  # the forked checking child, still at work: what the kill must not orphan

@@ -83,7 +83,6 @@ def check_and_render(loaded: LoadedScenario, paths: Iterable[str | Path],
     """
     checker = Checker(loaded)
     executor: ProcessPoolExecutor | None = None
-    done = False
     ids = TraceIds()  # trace ids are unique within the input (judge.trace.unique)
     try:
         for path in paths:
@@ -96,10 +95,16 @@ def check_and_render(loaded: LoadedScenario, paths: Iterable[str | Path],
             else:
                 yield from _unique(_render(checker, iter_event_streams(p, errors), errors,
                                            fmt, verbose), ids, errors)
-        done = True
     finally:
         if executor is not None:
-            executor.shutdown(wait=done, cancel_futures=True)
+            # Waited for even when interrupted (the chunks the workers already hold, then
+            # they end): returning while the pool's manager thread is still shutting down
+            # races CPython 3.11's exit hook for process pools, which writes to a wake-up
+            # pipe that thread may be closing ("Bad file descriptor" and a traceback after
+            # a Ctrl-C, seen in 2 full test runs under load). Ending the workers sooner by
+            # terminate() is not safe: one killed while writing its result leaves the
+            # manager thread waiting forever for the rest of it.
+            executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _render(checker: Checker, streams: Iterable[EventStream], errors: list[InputError],
