@@ -59,9 +59,7 @@ class Tracked:
 
     def add(self, pid: int, start: int | None = None) -> None:
         if pid in self.fds:
-            if self.names.get(pid) in (None, "", "?"):  # read while it was exec-ing
-                self.names[pid] = _cmdline(pid) or self.names.get(pid, "?")
-            return
+            return  # (a name read while it was exec-ing is read again by refresh_names)
         try:
             fd = os.pidfd_open(pid)
         except ProcessLookupError:

@@ -76,11 +76,14 @@ class ForbiddenCalls(Check):
                 if not test(args, snap):
                     break
             else:
-                what = rule.message or f"forbidden call `{tool}`"
-                key = f", key `{rule.key}`" if rule.key else ""
-                self.fail(f"{what} {where_of(ev)} [rule `{rule.name}`{key}]",
-                          key=rule.key, seq=ev["seq"], turn=ev["turn"], severity=rule.severity,
-                          safety_critical=rule.safety_critical)
+                self._forbid(rule, tool, where_of(ev), ev["seq"], ev["turn"])
+
+    def _forbid(self, rule: ForbiddenCall, tool: str, at: str, seq: int | None,
+                turn: int | None, why: str = "") -> None:
+        what = rule.message or f"forbidden call `{tool}`"
+        key = f", key `{rule.key}`" if rule.key else ""
+        self.fail(f"{what} {at}{why} [rule `{rule.name}`{key}]", key=rule.key, seq=seq,
+                  turn=turn, severity=rule.severity, safety_critical=rule.safety_critical)
 
     def finish(self, ctx: CheckContext) -> None:
         """A call issued alongside the one that achieved an `after_completed` key (before its
@@ -94,13 +97,9 @@ class ForbiddenCalls(Check):
                         continue
                     snap = ctx.ledger_at(call.at.turn)
                     if all(test(call.args, snap) for test in tests):
-                        what = rule.message or f"forbidden call `{call.tool}`"
-                        named = f", key `{rule.key}`" if rule.key else ""
-                        self.fail(f"{what} {where(*call.at)}, in parallel with the call whose "
-                                  f"result achieved `{key}` {where(*held)} "
-                                  f"[rule `{rule.name}`{named}]",
-                                  key=rule.key, seq=call.at.seq, turn=call.at.turn,
-                                  severity=rule.severity, safety_critical=rule.safety_critical)
+                        self._forbid(rule, call.tool, where(*call.at), call.at.seq,
+                                     call.at.turn, f", in parallel with the call whose result "
+                                     f"achieved `{key}` {where(*held)}")
         super().finish(ctx)
 
     def pass_message(self, ctx: CheckContext) -> str:
