@@ -70,7 +70,11 @@ def work_loop(store: Store, provider_for: Callable[[str], Provider], settings: S
     worker = _Worker(store, provider_for, jury_for, settings, lease_s=lease_s,
                      policy=policy or RoutingPolicy(), owner=owner or worker_name(),
                      on_problem=on_problem)
-    return asyncio.run(worker.run(run_id, idle_exit_s, poll_s, stop_when_run_done))
+    try:
+        return asyncio.run(worker.run(run_id, idle_exit_s, poll_s, stop_when_run_done))
+    except BaseException:
+        worker.settle()
+        raise
 
 
 class _Worker:
@@ -219,6 +223,19 @@ class _Worker:
                 self._give_back()
                 await self._close_providers()
         return self.stats
+
+    def settle(self) -> None:
+        """Store what was graded and give back the leases still held, once the loop is gone.
+        `run`'s own cleanup does this, but a KeyboardInterrupt (or SystemExit) raised inside
+        a grading task leaves the event loop from that task: while `asyncio.run` cancels
+        what is left, the pool's task raises it out of the loop a second time, and `run` is
+        left waiting for the pool with its cleanup not run (measured: 9 in 100 runs of the
+        interrupted-worker test with 0-20 ms of jitter per call; 0 in 100 with this). Both
+        steps are no-ops when `run` got to them first. The interrupt is what is being
+        raised: a failing store does not replace it, and the leases still go back."""
+        with suppress(Exception):
+            self.sink.flush()
+        self._give_back()
 
     def _give_back(self) -> None:
         """Leases still held when the loop ends (it failed, or was interrupted): back to
